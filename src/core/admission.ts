@@ -1,0 +1,147 @@
+import type { CapDecision } from "./capEngine";
+
+export type AdmissionStatus = "allowed" | "skipped" | "deferred";
+export type AdmissionReason =
+  | "frequency_capped" | "opted_out" | "duplicate_content" | "quiet_hours"
+  | "throughput_exceeded" | "defer_expired" | "exempt" | "fail_open";
+
+/** What a gate took for a msg, so a later refusal (or `release`) can give it back. */
+export interface AdmissionClaim {
+  gate: string;
+  kind: "cap";
+  /** id of the cap-config whose store holds it */
+  config: string;
+  store: string;
+  member: string;
+  keys: string[];
+  cap_ids: string[];
+  at: string;
+}
+
+export interface TrailEntry {
+  gate: string;
+  status: AdmissionStatus;
+  reason?: AdmissionReason;
+  at: string;
+}
+
+export interface AdmissionError {
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** `msg.admission` (SPEC §3). */
+export interface Admission {
+  status: AdmissionStatus;
+  reason?: AdmissionReason;
+  gate: string;
+  cap_id?: string;
+  frequency_cap_id?: string;
+  blocking_cap_ids?: string[];
+  retry_after_seconds?: number | null;
+  channel?: string;
+  window_seconds?: number;
+  max_count?: number;
+  remaining?: number;
+  error?: AdmissionError;
+  claims: AdmissionClaim[];
+  trail: TrailEntry[];
+}
+
+export const ERROR_CODES: Record<AdmissionReason, string> = {
+  frequency_capped: "FREQUENCY_CAP_EXCEEDED",
+  opted_out: "RECIPIENT_OPTED_OUT",
+  duplicate_content: "DUPLICATE_CONTENT",
+  quiet_hours: "QUIET_HOURS",
+  throughput_exceeded: "THROUGHPUT_EXCEEDED",
+  defer_expired: "DEFER_EXPIRED",
+  exempt: "EXEMPT",
+  fail_open: "FAIL_OPEN",
+};
+
+export interface CapGateContext {
+  gate: string;
+  configId: string;
+  storeKind: string;
+  channel: string;
+  now: Date;
+}
+
+function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[] } {
+  const prev = (typeof previous === "object" && previous !== null ? previous : {}) as Partial<Admission>;
+  return {
+    claims: Array.isArray(prev.claims) ? [...prev.claims] : [],
+    trail: Array.isArray(prev.trail) ? [...prev.trail] : [],
+  };
+}
+
+function seconds(ms: number | null): number | null {
+  return ms === null ? null : Math.max(1, Math.ceil(ms / 1000));
+}
+
+/** The msg.admission a frequency-cap gate writes for its decision, keeping earlier gates' claims and trail. */
+export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapGateContext): Admission {
+  const { claims, trail } = carried(previous);
+  const at = ctx.now.toISOString();
+  const base = { gate: ctx.gate, claims, trail };
+
+  switch (decision.kind) {
+    case "exempt":
+    case "fail_open": {
+      trail.push({ gate: ctx.gate, status: "allowed", reason: decision.kind, at });
+      return { status: "allowed", reason: decision.kind, ...base };
+    }
+    case "allowed": {
+      if (decision.caps.length > 0) {
+        claims.push({
+          gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: decision.member,
+          keys: decision.caps.map((c) => c.key), cap_ids: decision.caps.map((c) => c.rule.id), at,
+        });
+      }
+      trail.push({ gate: ctx.gate, status: "allowed", at });
+      const remaining = decision.caps.length === 0
+        ? undefined
+        : Math.min(...decision.caps.map((c, i) => Math.max(0, c.max - (decision.outcome.counters[i]?.count ?? 0))));
+      return { status: "allowed", ...base, ...(remaining !== undefined ? { remaining } : {}) };
+    }
+    case "capped": {
+      const binding = decision.blocking[0];
+      if (!binding) throw new Error("capped decision without a blocking cap");
+      const retry = seconds(decision.retryAfterMs);
+      const details = {
+        cap_id: binding.rule.id,
+        retry_after_seconds: retry,
+        channel: ctx.channel,
+        window_seconds: binding.rule.window_seconds,
+        max_count: binding.max,
+      };
+      trail.push({ gate: ctx.gate, status: "skipped", reason: "frequency_capped", at });
+      return {
+        status: "skipped",
+        reason: "frequency_capped",
+        ...base,
+        cap_id: binding.rule.id,
+        frequency_cap_id: binding.rule.id,
+        blocking_cap_ids: decision.blocking.map((b) => b.rule.id),
+        retry_after_seconds: retry,
+        channel: ctx.channel,
+        window_seconds: binding.rule.window_seconds,
+        max_count: binding.max,
+        error: {
+          code: ERROR_CODES.frequency_capped,
+          message: `recipient reached cap "${binding.rule.id}" (${binding.max} per ${binding.rule.window_seconds} s)`,
+          details,
+        },
+      };
+    }
+  }
+}
+
+/** The HTTP reply of a refused send (SPEC §3 HTTP mode), for an `http response` node. */
+export function httpRefusal(admission: Admission): { statusCode: number; headers: Record<string, string>; payload: unknown } {
+  const code = admission.error?.code ?? (admission.reason ? ERROR_CODES[admission.reason] : "REFUSED");
+  const headers: Record<string, string> = {};
+  if (typeof admission.retry_after_seconds === "number") headers["Retry-After"] = String(admission.retry_after_seconds);
+  return { statusCode: 429, headers, payload: { error: code, details: admission.error?.details ?? {} } };
+}

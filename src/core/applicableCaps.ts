@@ -1,0 +1,46 @@
+import { capCounterKey } from "./keys";
+import type { CapRule } from "./rules";
+import type { Send } from "./send";
+
+/** One cap that gates a given send, with the counter it claims in. */
+export interface ApplicableCap {
+  rule: CapRule;
+  key: string;
+  /** min(max_count, recipientLimits[cap]) */
+  max: number;
+  windowMs: number;
+}
+
+function appliesTo(rule: CapRule, send: Send): boolean {
+  if (!rule.enabled) return false;
+  if (rule.org !== undefined && rule.org !== send.org) return false;
+  if (rule.scope === "channel" && rule.channel !== send.channel) return false;
+  if (rule.applies_to_categories.length > 0) {
+    if (send.category === undefined || !rule.applies_to_categories.includes(send.category)) return false;
+  }
+  for (const [attribute, values] of Object.entries(rule.match)) {
+    const value = send.attributes[attribute];
+    if (value === undefined || !values.includes(value)) return false;
+  }
+  // A cap split by an attribute the send does not carry has no counter to count in.
+  return rule.per.every((attribute) => send.attributes[attribute] !== undefined);
+}
+
+/**
+ * The caps of a send: the union of its channel's caps and the global ones,
+ * narrowed by org, category, match and per (SPEC §4).
+ */
+export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string): ApplicableCap[] {
+  const caps: ApplicableCap[] = [];
+  for (const rule of rules) {
+    if (!appliesTo(rule, send)) continue;
+    const own = send.recipientLimits[rule.id];
+    caps.push({
+      rule,
+      key: capCounterKey(keyPrefix, send.org, recipientKey, rule.id, rule.per.map((a) => send.attributes[a] as string)),
+      max: own === undefined ? rule.max_count : Math.min(rule.max_count, own),
+      windowMs: rule.window_seconds * 1000,
+    });
+  }
+  return caps;
+}

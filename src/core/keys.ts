@@ -1,0 +1,48 @@
+import { createHmac } from "node:crypto";
+
+const SAFE = /[A-Za-z0-9._~-]/;
+
+/**
+ * Encodes one key component so that it never contains a separator (`:`, `|`)
+ * or a hash-tag brace, and so that two different strings never encode alike.
+ * Works on UTF-16 code units, so even a lone surrogate has its own encoding:
+ * `%XX` for units below 0x100, `%uXXXX` above (the two forms cannot be confused).
+ */
+export function encodeKeyPart(value: string): string {
+  let out = "";
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i] as string;
+    if (SAFE.test(ch)) {
+      out += ch;
+    } else {
+      const unit = value.charCodeAt(i);
+      out += unit < 0x100 ? `%${unit.toString(16).padStart(2, "0")}` : `%u${unit.toString(16).padStart(4, "0")}`;
+    }
+  }
+  return out;
+}
+
+/** The recipient as it appears in keys: the address itself, or its HMAC when hashing is on. */
+export function recipientToken(recipient: string, hmacSecret?: string): string {
+  if (hmacSecret === undefined) return recipient;
+  return createHmac("sha256", hmacSecret).update(recipient, "utf8").digest("hex");
+}
+
+/** Every key of one recipient shares this hash tag, so one claim stays in one cluster slot. */
+export function recipientHashTag(org: string, recipient: string): string {
+  return `{${encodeKeyPart(org)}|${encodeKeyPart(recipient)}}`;
+}
+
+/** `<prefix>:{<org>|<recipient>}:c:<cap_id>[:<per values>]` (SPEC §5). */
+export function capCounterKey(prefix: string, org: string, recipient: string, capId: string, perValues: readonly string[]): string {
+  let key = `${prefix}:${recipientHashTag(org, recipient)}:c:${encodeKeyPart(capId)}`;
+  for (const v of perValues) key += `:${encodeKeyPart(v)}`;
+  return key;
+}
+
+/** A key prefix must not carry a brace, or it would move the hash tag. */
+export function keyPrefixProblem(prefix: string): string | undefined {
+  if (prefix.length === 0) return "keyPrefix: must not be empty";
+  if (/[{}]/.test(prefix)) return "keyPrefix: must not contain { or } (they would change the Redis Cluster hash tag)";
+  return undefined;
+}

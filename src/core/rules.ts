@@ -1,0 +1,39 @@
+/** A frequency cap as SPEC §4 describes it, after validation and defaults. */
+export interface CapRule {
+  id: string;
+  org?: string;
+  name?: string;
+  enabled: boolean;
+  scope: "channel" | "global";
+  /** the channel of a channel-scoped cap; `"*"` for a global one */
+  channel: string;
+  max_count: number;
+  window_seconds: number;
+  window_type: "rolling";
+  applies_to_categories: string[];
+  per: string[];
+  match: Record<string, string[]>;
+  disposition: "skip";
+}
+
+/** The rule shape as written by a flow author, an API client or a table row. */
+export type CapRuleInput = Partial<CapRule> & Record<string, unknown>;
+
+export function withDefaults(input: CapRuleInput): CapRule {
+  const scope = input.scope === "global" ? "global" : "channel";
+  return {
+    id: String(input.id),
+    ...(input.org !== undefined ? { org: input.org } : {}),
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    enabled: input.enabled !== false,
+    scope,
+    channel: scope === "global" ? "*" : String(input.channel),
+    max_count: Number(input.max_count),
+    window_seconds: Number(input.window_seconds),
+    window_type: "rolling",
+    applies_to_categories: input.applies_to_categories ?? [],
+    per: input.per ?? [],
+    match: input.match ?? {},
+    disposition: "skip",
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * The one JSON Schema for a frequency cap (SPEC §4). The editor, the admin API
+ * and the PostgreSQL loader all validate against it.
+ *
+ * `window_type` and `disposition` list only what this version enforces: a rule
+ * asking for a behaviour the gate cannot deliver is refused, not half-applied.
+ */
+export const WINDOW_TYPES = ["rolling"] as const;
+export const DISPOSITIONS = ["skip"] as const;
+export const MAX_WINDOW_SECONDS = 366 * 86400;
+
+const nonEmptyString = { type: "string", minLength: 1, maxLength: 256 } as const;
+
+export const capRuleSchema = {
+  $id: "https://sendgate.dev/schema/frequency-cap.json",
+  type: "object",
+  additionalProperties: false,
+  required: ["id", "scope", "max_count", "window_seconds"],
+  properties: {
+    id: { type: "string", minLength: 1, maxLength: 128 },
+    org: nonEmptyString,
+    name: { type: "string", maxLength: 256 },
+    enabled: { type: "boolean" },
+    scope: { enum: ["channel", "global"] },
+    channel: nonEmptyString,
+    max_count: { type: "integer", minimum: 1, maximum: 1000000 },
+    window_seconds: { type: "integer", minimum: 1, maximum: MAX_WINDOW_SECONDS },
+    window_type: { enum: [...WINDOW_TYPES] },
+    applies_to_categories: { type: "array", items: nonEmptyString, uniqueItems: true },
+    per: { type: "array", items: nonEmptyString, uniqueItems: true, maxItems: 8 },
+    match: {
+      type: "object",
+      additionalProperties: { type: "array", items: { type: "string" }, minItems: 1 },
+    },
+    disposition: { enum: [...DISPOSITIONS] },
+    created_at: { type: "string" },
+    updated_at: { type: "string" },
+  },
+  allOf: [
+    {
+      if: { properties: { scope: { const: "channel" } }, required: ["scope"] },
+      then: {
+        required: ["channel"],
+        properties: { channel: { not: { const: "*" } } },
+      },
+    },
+    {
+      if: { properties: { scope: { const: "global" } }, required: ["scope"] },
+      then: { properties: { channel: { const: "*" } } },
+    },
+  ],
+} as const;

@@ -1,0 +1,111 @@
+import { SendFieldError } from "./errors";
+
+/** One outbound send as the gates see it (SPEC §2), after validation. */
+export interface Send {
+  recipient: string;
+  channel: string;
+  category?: string;
+  tier?: string;
+  messageId: string;
+  org: string;
+  attributes: Record<string, string>;
+  recipientLimits: Record<string, number>;
+}
+
+/** What the adapter read from the msg, before any checking. */
+export interface RawSend {
+  recipient: unknown;
+  channel: unknown;
+  category?: unknown;
+  tier?: unknown;
+  messageId?: unknown;
+  fallbackMessageId?: unknown;
+  org?: unknown;
+  attributes?: unknown;
+  recipientLimits?: unknown;
+}
+
+export interface SendRules {
+  channels: readonly string[];
+  defaultOrg: string;
+  requireTier: boolean;
+}
+
+function absent(value: unknown): boolean {
+  return value === undefined || value === null || value === "";
+}
+
+function optionalString(field: string, value: unknown): string | undefined {
+  if (absent(value)) return undefined;
+  if (typeof value !== "string") throw new SendFieldError(field, `must be a string, got ${typeof value}`);
+  return value;
+}
+
+function idString(field: string, value: unknown): string | undefined {
+  if (absent(value)) return undefined;
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  throw new SendFieldError(field, `must be a string or number, got ${typeof value}`);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function readAttributes(value: unknown): Record<string, string> {
+  if (absent(value)) return {};
+  if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (v === undefined || v === null) continue;
+    if (typeof v === "string") out[name] = v;
+    else if (typeof v === "number" && Number.isFinite(v)) out[name] = String(v);
+    else throw new SendFieldError(`attributes.${name}`, `must be a string, got ${typeof v}`);
+  }
+  return out;
+}
+
+function readRecipientLimits(value: unknown): Record<string, number> {
+  if (absent(value)) return {};
+  if (!isPlainObject(value)) throw new SendFieldError("recipientLimits", "must be an object { <cap_id>: count }");
+  const out: Record<string, number> = {};
+  for (const [capId, v] of Object.entries(value)) {
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
+      throw new SendFieldError(`recipientLimits.${capId}`, "must be a whole number >= 0");
+    }
+    out[capId] = v;
+  }
+  return out;
+}
+
+/** Checks a raw send against SPEC §2 and returns it typed, or throws naming the field. */
+export function parseSend(raw: RawSend, rules: SendRules): Send {
+  if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
+  if (typeof raw.recipient !== "string") throw new SendFieldError("recipient", `must be a string, got ${typeof raw.recipient}`);
+  if (raw.recipient.trim() === "") throw new SendFieldError("recipient", "must not be blank");
+
+  if (absent(raw.channel)) throw new SendFieldError("channel", "is required");
+  if (typeof raw.channel !== "string" || !rules.channels.includes(raw.channel)) {
+    throw new SendFieldError("channel", `unknown channel ${JSON.stringify(raw.channel)} (known: ${rules.channels.join(", ")})`);
+  }
+
+  const category = optionalString("category", raw.category);
+  const tier = optionalString("tier", raw.tier);
+  if (rules.requireTier && tier === undefined) throw new SendFieldError("tier", "is required by the cap-config (requireTier)");
+
+  const messageId = idString("messageId", raw.messageId) ?? idString("messageId", raw.fallbackMessageId);
+  if (messageId === undefined) throw new SendFieldError("messageId", "is required (msg.messageId or msg._msgid)");
+
+  const org = optionalString("org", raw.org) ?? rules.defaultOrg;
+
+  return {
+    recipient: raw.recipient,
+    channel: raw.channel,
+    ...(category !== undefined ? { category } : {}),
+    ...(tier !== undefined ? { tier } : {}),
+    messageId,
+    org,
+    attributes: readAttributes(raw.attributes),
+    recipientLimits: readRecipientLimits(raw.recipientLimits),
+  };
+}

@@ -1,0 +1,131 @@
+import Redis, { Cluster, type RedisOptions } from "ioredis";
+import type { ClaimOutcome, CounterOutcome, CounterSpec, CounterStore, StoreState } from "./counterStore";
+import { StateHolder } from "./stateEmitter";
+import { luaScript } from "./luaScripts";
+import { StoreUnavailableError } from "../errors";
+
+type RedisClient = Redis | Cluster;
+
+/** The scripts this store calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
+interface ScriptCommands {
+  sendgateClaim(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+}
+
+export interface RedisStoreOptions {
+  url?: string;
+  /** cluster seed nodes, `host:port` */
+  clusterNodes?: string[];
+  password?: string;
+  /** how long the first connection may take before sends are judged without it */
+  connectGraceMs?: number;
+  onError?: (err: Error) => void;
+}
+
+const NEVER_FREES = -2;
+
+function connectionOptions(password: string | undefined): RedisOptions {
+  return {
+    ...(password ? { password } : {}),
+    // a send must not wait behind reconnects: fail it and let the fail mode decide
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: true,
+    connectTimeout: 2000,
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+  };
+}
+
+function createClient(options: RedisStoreOptions): RedisClient {
+  if (options.clusterNodes && options.clusterNodes.length > 0) {
+    const nodes = options.clusterNodes.map((hostPort) => {
+      const [host, port] = hostPort.trim().split(":");
+      return { host: host || "127.0.0.1", port: Number(port || 6379) };
+    });
+    return new Cluster(nodes, {
+      redisOptions: connectionOptions(options.password),
+      clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+      enableOfflineQueue: true,
+    });
+  }
+  return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
+}
+
+export class RedisStore implements CounterStore {
+  readonly kind: "redis" | "redis-cluster";
+  readonly client: RedisClient;
+  private readonly stateHolder = new StateHolder("connecting");
+  private readonly firstReady: Promise<void>;
+  private readonly connectGraceMs: number;
+  private everReady = false;
+  private closing = false;
+
+  constructor(options: RedisStoreOptions = {}) {
+    this.kind = options.clusterNodes && options.clusterNodes.length > 0 ? "redis-cluster" : "redis";
+    this.connectGraceMs = options.connectGraceMs ?? 3000;
+    this.client = createClient(options);
+    this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
+    this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
+    this.client.on("ready", () => {
+      this.everReady = true;
+      this.stateHolder.set("ready");
+    });
+    const down = (): void => {
+      if (!this.closing) this.stateHolder.set(this.everReady ? "down" : "connecting");
+    };
+    this.client.on("close", down);
+    this.client.on("reconnecting", down);
+    this.client.on("error", (err: Error) => options.onError?.(err));
+  }
+
+  async claim(member: string, specs: readonly CounterSpec[]): Promise<ClaimOutcome> {
+    await this.usable();
+    const args: (string | number)[] = specs.map((s) => s.key);
+    args.push(member);
+    for (const s of specs) args.push(s.windowMs, s.max);
+    const reply = await (this.client as unknown as ScriptCommands).sendgateClaim(specs.length, ...args);
+    return parseClaimReply(reply, specs.length);
+  }
+
+  state(): StoreState {
+    return this.stateHolder.get();
+  }
+
+  onStateChange(listener: (state: StoreState) => void): () => void {
+    return this.stateHolder.subscribe(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+
+  /** Waits for the first connection (bounded); afterwards a down store fails at once. */
+  private async usable(): Promise<void> {
+    if (this.stateHolder.get() === "ready") return;
+    if (this.everReady) throw new StoreUnavailableError("not_ready", `redis store is ${this.stateHolder.get()}`);
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), this.connectGraceMs);
+    });
+    const first = await Promise.race([this.firstReady.then(() => "ready" as const), grace]);
+    clearTimeout(timer);
+    if (first === "late") throw new StoreUnavailableError("not_ready", "redis store has not connected yet");
+  }
+}
+
+export function parseClaimReply(reply: number[], capCount: number): ClaimOutcome {
+  const counters: CounterOutcome[] = [];
+  for (let i = 0; i < capCount; i++) {
+    const retry = Number(reply[2 + i * 3 + 2]);
+    counters.push({
+      count: Number(reply[2 + i * 3]),
+      alreadyHeld: Number(reply[2 + i * 3 + 1]) === 1,
+      retryAfterMs: retry >= 0 ? retry : null,
+      blocking: retry >= 0 || retry === NEVER_FREES,
+    });
+  }
+  return { allowed: Number(reply[0]) === 1, nowMs: Number(reply[1]), counters };
+}

@@ -1,0 +1,50 @@
+import type { Node, NodeAPI, NodeDef } from "node-red";
+import { CapService } from "../core/capService";
+import type { RawCapSettings } from "../core/capSettings";
+
+export interface CapCredentials {
+  redisPassword?: string;
+  pgPassword?: string;
+  hmacSecret?: string;
+}
+
+export type CapConfigDef = NodeDef & RawCapSettings;
+
+/** The cap-config node: owns one CapService (store connection, rules) and closes it. */
+export interface CapConfigNode extends Node<CapCredentials> {
+  service?: CapService;
+  /** why the service could not start; every gate on this config reports it per msg */
+  problem?: Error;
+}
+
+export default function register(RED: NodeAPI): void {
+  function CapConfig(this: CapConfigNode, def: CapConfigDef): void {
+    RED.nodes.createNode(this, def);
+    try {
+      this.service = CapService.create(def, this.credentials ?? {}, {
+        warn: (text) => this.warn(text),
+        error: (text) => this.error(text),
+      });
+    } catch (err) {
+      this.problem = err as Error;
+      this.error((err as Error).message);
+    }
+    this.on("close", (_removed: boolean, done: () => void) => {
+      const service = this.service;
+      this.service = undefined;
+      if (!service) return done();
+      service.close().then(done, (err: Error) => {
+        this.warn(`closing the store: ${err.message}`);
+        done();
+      });
+    });
+  }
+
+  RED.nodes.registerType<CapConfigNode, CapConfigDef, Record<string, never>, CapCredentials>("cap-config", CapConfig, {
+    credentials: {
+      redisPassword: { type: "password" },
+      pgPassword: { type: "password" },
+      hmacSecret: { type: "password" },
+    },
+  });
+}

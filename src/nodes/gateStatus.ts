@@ -1,0 +1,66 @@
+import type { Node, NodeStatusFill, NodeStatusShape } from "node-red";
+import type { StoreState } from "../core/stores/counterStore";
+
+const REFRESH_MS = 250;
+const RECENT_MS = 10_000;
+
+/**
+ * A gate's node status: what it counted and how its store is, redrawn at most
+ * every 250 ms so a busy gate does not flood the editor.
+ */
+export class GateStatus {
+  private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0 };
+  private lastFailOpen = 0;
+  private lastError = "";
+  private lastErrorAt = 0;
+  private store: StoreState = "ready";
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly node: Node, private readonly storeLabel: string) {}
+
+  allowed(): void { this.counts.allowed++; this.schedule(); }
+  skipped(): void { this.counts.skipped++; this.schedule(); }
+  failOpen(): void { this.counts.failOpen++; this.lastFailOpen = Date.now(); this.schedule(); }
+  error(text: string): void { this.counts.errors++; this.lastError = text; this.lastErrorAt = Date.now(); this.schedule(); }
+  storeState(state: StoreState): void { this.store = state; this.schedule(); }
+
+  /** A fixed problem (bad config) that no msg can clear. */
+  broken(text: string): void {
+    this.stop();
+    this.node.status({ fill: "red", shape: "ring", text });
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.draw();
+    }, REFRESH_MS);
+  }
+
+  private draw(): void {
+    const now = Date.now();
+    const { allowed, skipped, failOpen, errors } = this.counts;
+    const parts = [`allowed ${allowed}`, `skipped ${skipped}`];
+    if (failOpen > 0) parts.push(`fail-open ${failOpen}`);
+    if (errors > 0) parts.push(`errors ${errors}`);
+    let fill: NodeStatusFill = "green";
+    let shape: NodeStatusShape = "dot";
+    if (this.store !== "ready") {
+      parts.push(`${this.storeLabel} ${this.store}`);
+      fill = this.store === "down" ? "red" : "yellow";
+      shape = "ring";
+    } else if (now - this.lastFailOpen < RECENT_MS) {
+      fill = "yellow";
+    } else if (now - this.lastErrorAt < RECENT_MS) {
+      fill = "red";
+      parts.push(`last error: ${this.lastError}`);
+    }
+    this.node.status({ fill, shape, text: parts.join(" · ") });
+  }
+}

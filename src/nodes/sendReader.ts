@@ -1,0 +1,51 @@
+import type { Node, NodeAPI, NodeMessage } from "node-red";
+import type { RawSend } from "../core/send";
+
+/** The §2 fields a gate reads, each a TypedInput pair `<field>` / `<field>Type` (SPEC §11). */
+export const SEND_FIELDS = [
+  "recipient", "channel", "category", "tier", "messageId", "org", "attributes", "recipientLimits",
+] as const;
+export type SendField = (typeof SEND_FIELDS)[number];
+
+export type FieldProps = Partial<Record<SendField | `${SendField}Type`, string>>;
+
+type Reader = (msg: NodeMessage) => Promise<unknown> | unknown;
+
+function fieldReader(RED: NodeAPI, node: Node, value: string, type: string): Reader {
+  if (type === "msg") return (msg) => RED.util.getMessageProperty(msg, value);
+  if (type === "jsonata") {
+    const expression = RED.util.prepareJSONataExpression(value, node);
+    return (msg) => new Promise((resolve, reject) => {
+      RED.util.evaluateJSONataExpression(expression, msg, (err, result) => (err ? reject(err) : resolve(result)));
+    });
+  }
+  return (msg) => new Promise((resolve, reject) => {
+    RED.util.evaluateNodeProperty(value, type, node, msg, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+/** Reads the raw send from a msg through the node's configured sources (defaults: msg.<field>). */
+export class SendReader {
+  private readonly readers: [SendField, Reader][];
+
+  constructor(RED: NodeAPI, node: Node, props: FieldProps) {
+    this.readers = SEND_FIELDS.map((field) => {
+      const value = props[field] || field;
+      const type = props[`${field}Type`] || "msg";
+      return [field, fieldReader(RED, node, value, type)];
+    });
+  }
+
+  async read(msg: NodeMessage): Promise<RawSend> {
+    const raw: Record<string, unknown> = {};
+    for (const [field, reader] of this.readers) {
+      try {
+        raw[field] = await reader(msg);
+      } catch (err) {
+        throw new Error(`${field}: could not be read (${(err as Error).message})`);
+      }
+    }
+    raw.fallbackMessageId = msg._msgid;
+    return raw as unknown as RawSend;
+  }
+}
