@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import type { CounterSpec, CounterStore } from "../../src/core/stores/counterStore";
+import { sleep, uniquePrefix } from "../support/redis";
+
+/**
+ * One suite, every store: the memory store and the Redis store must give the
+ * same answers for the same inputs (SPEC §5).
+ */
+export function counterStoreConformance(label: string, open: () => Promise<CounterStore>, close: (s: CounterStore) => Promise<void>): void {
+  describe(`counter store conformance: ${label}`, function () {
+    let store: CounterStore;
+    let prefix: string;
+    const spec = (name: string, max: number, windowMs = 60_000): CounterSpec => ({ key: `${prefix}:{o|r}:c:${name}`, max, windowMs });
+
+    beforeEach(async () => {
+      store = await open();
+      prefix = uniquePrefix("conf");
+    });
+    afterEach(async () => close(store));
+
+    it("admits up to max, then refuses with the wait until a slot frees", async () => {
+      const cap = spec("a", 3, 30_000);
+      for (let i = 1; i <= 3; i++) {
+        const r = await store.claim(`m${i}`, [cap]);
+        assert.equal(r.allowed, true);
+        assert.equal(r.counters[0]?.count, i);
+      }
+      const refused = await store.claim("m4", [cap]);
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.counters[0]?.blocking, true);
+      const retry = refused.counters[0]?.retryAfterMs ?? -1;
+      assert.ok(retry > 29_000 && retry <= 30_000, `retry ${retry}`);
+    });
+
+    it("claims nothing in any cap when one cap refuses (no partial claim)", async () => {
+      const strict = spec("strict", 1);
+      const loose = spec("loose", 5);
+      assert.equal((await store.claim("m1", [strict, loose])).allowed, true);
+      const refused = await store.claim("m2", [strict, loose]);
+      assert.equal(refused.allowed, false);
+      assert.deepEqual(refused.counters.map((c) => c.blocking), [true, false]);
+      assert.equal(refused.counters[1]?.count, 1);
+      const looseOnly = await store.claim("m3", [loose]);
+      assert.equal(looseOnly.counters[0]?.count, 2, "the refused send must not have taken a loose slot");
+    });
+
+    it("is idempotent on the member: a retry never takes a second slot, even at the limit", async () => {
+      const cap = spec("idem", 1);
+      const first = await store.claim("same", [cap]);
+      const again = await store.claim("same", [cap]);
+      assert.equal(first.allowed, true);
+      assert.equal(again.allowed, true);
+      assert.equal(again.counters[0]?.alreadyHeld, true);
+      assert.equal(again.counters[0]?.count, 1);
+      assert.equal((await store.claim("other", [cap])).allowed, false);
+    });
+
+    it("gives the time until enough entries age out when max is below the count", async () => {
+      const spread = (max: number) => spec("lowered", max, 20_000);
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await store.claim(`m${i}`, [spread(5)])).allowed, true);
+        await sleep(60);
+      }
+      const atFive = (await store.claim("x", [spread(5)])).counters[0]?.retryAfterMs ?? 0;
+      const atTwo = (await store.claim("x", [spread(2)])).counters[0]?.retryAfterMs ?? 0;
+      // with max 2, four of five entries must age out: the 4th oldest, ~3 x 60 ms after the oldest
+      const gap = atTwo - atFive;
+      assert.ok(gap >= 170 && gap <= 400, `gap ${gap} (atFive ${atFive}, atTwo ${atTwo})`);
+    });
+
+    it("reports every blocking cap with its own wait; a max of 0 never frees", async () => {
+      const short = spec("short", 1, 10_000);
+      const long = spec("long", 1, 20_000);
+      await store.claim("m1", [short, long]);
+      const refused = await store.claim("m2", [short, long, spec("zero", 0)]);
+      assert.equal(refused.allowed, false);
+      assert.deepEqual(refused.counters.map((c) => c.blocking), [true, true, true]);
+      const [s, l, z] = refused.counters;
+      assert.ok((s?.retryAfterMs ?? 0) <= 10_000 && (l?.retryAfterMs ?? 0) > 10_000, JSON.stringify(refused));
+      assert.equal(z?.retryAfterMs, null);
+    });
+
+    it("slides the window: a slot frees once the oldest entry is older than the window", async () => {
+      const cap = spec("slide", 1, 400);
+      assert.equal((await store.claim("m1", [cap])).allowed, true);
+      assert.equal((await store.claim("m2", [cap])).allowed, false);
+      await sleep(450);
+      assert.equal((await store.claim("m3", [cap])).allowed, true);
+    });
+
+    it("admits exactly max of 200 concurrent claims", async () => {
+      const cap = spec("race", 7);
+      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => store.claim(`m${i}`, [cap, spec("other", 1000)])));
+      assert.equal(results.filter((r) => r.allowed).length, 7);
+      const other = await store.claim("probe", [spec("other", 1000)]);
+      assert.equal(other.counters[0]?.count, 8, "only the 7 admitted sends counted in the second cap");
+    });
+
+    it("answers from the store's own clock", async () => {
+      const r = await store.claim("m", [spec("clock", 1)]);
+      assert.ok(Math.abs(r.nowMs - Date.now()) < 2000);
+    });
+  });
+}

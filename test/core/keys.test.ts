@@ -1,0 +1,44 @@
+import assert from "node:assert/strict";
+import { capCounterKey, encodeKeyPart, keyPrefixProblem, recipientHashTag, recipientToken } from "../../src/core/keys";
+
+describe("core/keys", () => {
+  it("keeps an org with a separator apart from a recipient with one (a:b + c vs a + b:c)", () => {
+    const one = capCounterKey("fc", "a:b", "c", "cap", []);
+    const two = capCounterKey("fc", "a", "b:c", "cap", []);
+    assert.notEqual(one, two);
+    const pipeOne = capCounterKey("fc", "a|b", "c", "cap", []);
+    const pipeTwo = capCounterKey("fc", "a", "b|c", "cap", []);
+    assert.notEqual(pipeOne, pipeTwo);
+  });
+
+  it("keeps per values apart from the cap id", () => {
+    assert.notEqual(capCounterKey("fc", "o", "r", "cap:x", []), capCounterKey("fc", "o", "r", "cap", ["x"]));
+    assert.notEqual(capCounterKey("fc", "o", "r", "cap", ["a:b"]), capCounterKey("fc", "o", "r", "cap", ["a", "b"]));
+  });
+
+  it("encodes injectively across awkward strings, including lone surrogates and braces", () => {
+    const samples = ["", "a", "A", "%", "%25", "%u0025", "{", "}", "{x}", ":", "|", "é", "e\u0301", "\uD800", "\uFFFD",
+      "😀", "a b", "a+b", "+1 555 0100", "bob@example.com", "ü", "%fc", "%u00fc", "\u0000", "~", "-_."];
+    const encoded = samples.map(encodeKeyPart);
+    assert.equal(new Set(encoded).size, samples.length, JSON.stringify(encoded));
+    for (const e of encoded) assert.doesNotMatch(e, /[{}:|]/);
+  });
+
+  it("puts every key of one recipient under one hash tag", () => {
+    const key = capCounterKey("fc", "acme", "+15550100", "mkt-daily", ["camp_1"]);
+    assert.equal(key, `fc:${recipientHashTag("acme", "+15550100")}:c:mkt-daily:camp_1`);
+    assert.equal(key.match(/\{[^}]*\}/)?.[0], "{acme|%2b15550100}");
+  });
+
+  it("hashes the recipient with an HMAC when a secret is given, so the address never appears", () => {
+    const token = recipientToken("bob@example.com", "s3cret");
+    assert.match(token, /^[0-9a-f]{64}$/);
+    assert.notEqual(token, recipientToken("bob@example.com", "other"));
+    assert.equal(recipientToken("bob@example.com"), "bob@example.com");
+  });
+
+  it("refuses a key prefix with braces", () => {
+    assert.match(keyPrefixProblem("fc{x}") ?? "", /keyPrefix/);
+    assert.equal(keyPrefixProblem("fc:prod"), undefined);
+  });
+});

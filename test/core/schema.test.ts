@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { DEFAULT_CHANNELS } from "../../src/core/channels";
+import { RuleValidationError } from "../../src/core/errors";
+import { validateRules } from "../../src/core/schema/validateRules";
+
+function problemsOf(rules: unknown): string[] {
+  try {
+    validateRules(rules, DEFAULT_CHANNELS);
+  } catch (err) {
+    assert.ok(err instanceof RuleValidationError);
+    return err.problems;
+  }
+  assert.fail("expected the rules to be refused");
+}
+
+describe("core/schema: validateRules", () => {
+  it("accepts a full §4 rule and fills defaults", () => {
+    const [rule] = validateRules([{
+      id: "mkt-daily", org: "acme", name: "Marketing, 3 a day", enabled: true, scope: "channel", channel: "sms",
+      max_count: 3, window_seconds: 86400, window_type: "rolling", applies_to_categories: ["marketing", "promotional"],
+      per: ["campaign_id"], match: { campaign_id: ["camp_789"] }, disposition: "skip",
+    }, { id: "g", scope: "global", max_count: 5, window_seconds: 60 }], DEFAULT_CHANNELS);
+    assert.equal(rule?.channel, "sms");
+    const global = validateRules([{ id: "g", scope: "global", max_count: 5, window_seconds: 60 }])[0];
+    assert.equal(global?.channel, "*");
+    assert.equal(global?.enabled, true);
+    assert.deepEqual(global?.applies_to_categories, []);
+  });
+
+  it("refuses a global rule that names a channel", () => {
+    const problems = problemsOf([{ id: "g", scope: "global", channel: "sms", max_count: 5, window_seconds: 60 }]);
+    assert.ok(problems.some((p) => /channel: a global cap must not name a channel/.test(p)), problems.join("\n"));
+  });
+
+  it("accepts a global rule stored with channel '*'", () => {
+    assert.equal(validateRules([{ id: "g", scope: "global", channel: "*", max_count: 5, window_seconds: 60 }])[0]?.channel, "*");
+  });
+
+  it("refuses a channel rule without a channel, or with '*', or an unknown one", () => {
+    assert.ok(problemsOf([{ id: "c", scope: "channel", max_count: 1, window_seconds: 1 }]).some((p) => /channel/.test(p)));
+    assert.ok(problemsOf([{ id: "c", scope: "channel", channel: "*", max_count: 1, window_seconds: 1 }]).some((p) => /channel/.test(p)));
+    assert.ok(problemsOf([{ id: "c", scope: "channel", channel: "pigeon", max_count: 1, window_seconds: 1 }]).some((p) => /unknown channel "pigeon"/.test(p)));
+  });
+
+  it("names every error of every rule at once", () => {
+    const problems = problemsOf([
+      { id: "a", scope: "channel", channel: "sms", max_count: 0, window_seconds: 60, colour: "red" },
+      { id: "b", scope: "sideways", max_count: 2.5, window_seconds: -1 },
+    ]);
+    const text = problems.join("\n");
+    assert.match(text, /rule 0 \("a"\) max_count/);
+    assert.match(text, /rule 0 \("a"\) rule: unknown property "colour"/);
+    assert.match(text, /rule 1 \("b"\) scope: must be one of/);
+    assert.match(text, /rule 1 \("b"\) max_count/);
+    assert.match(text, /rule 1 \("b"\) window_seconds/);
+  });
+
+  it("refuses duplicate ids within one org, and dispositions this version cannot deliver", () => {
+    const dup = problemsOf([
+      { id: "a", scope: "global", max_count: 1, window_seconds: 1 },
+      { id: "a", scope: "global", max_count: 2, window_seconds: 1 },
+    ]);
+    assert.ok(dup.some((p) => /duplicate of rule 0/.test(p)));
+    const defer = problemsOf([{ id: "a", scope: "global", max_count: 1, window_seconds: 1, disposition: "defer" }]);
+    assert.ok(defer.some((p) => /disposition/.test(p)));
+  });
+
+  it("refuses something that is not a list", () => {
+    assert.deepEqual(problemsOf({ id: "a" }), ["rules: must be an array of caps"]);
+  });
+});

@@ -1,0 +1,53 @@
+import helper from "node-red-node-test-helper";
+import type { Node, NodeMessage } from "node-red";
+import capConfig from "../../src/nodes/capConfig";
+import frequencyCapGate from "../../src/nodes/frequencyCapGate";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const catchNode = require("@node-red/nodes/core/common/25-catch.js");
+
+helper.init(require.resolve("node-red"));
+
+export { helper };
+export const gateNodes = [capConfig, frequencyCapGate, catchNode];
+
+/** A flow node must carry z, x, y or the runtime takes it for a config node. */
+export function flowNode<T extends Record<string, unknown>>(props: T): T & { z: string; x: number; y: number } {
+  return { z: "tab1", x: 100, y: 100, ...props };
+}
+
+export const TAB = { id: "tab1", type: "tab", label: "test" };
+
+export type Msg = NodeMessage & Record<string, unknown>;
+
+/** Collects what each named helper node receives. */
+export class Collector {
+  readonly got = new Map<string, Msg[]>();
+
+  constructor(ids: string[]) {
+    for (const id of ids) {
+      const list: Msg[] = [];
+      this.got.set(id, list);
+      (helper.getNode(id) as Node).on("input", (msg: NodeMessage) => list.push(msg as Msg));
+    }
+  }
+
+  of(id: string): Msg[] {
+    return this.got.get(id) ?? [];
+  }
+
+  total(): number {
+    let n = 0;
+    for (const list of this.got.values()) n += list.length;
+    return n;
+  }
+
+  /** Waits until `count` msgs have arrived in all, or fails after `timeoutMs`. */
+  async until(count: number, timeoutMs = 5000): Promise<void> {
+    const started = Date.now();
+    while (this.total() < count) {
+      if (Date.now() - started > timeoutMs) throw new Error(`expected ${count} msgs, got ${this.total()}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
