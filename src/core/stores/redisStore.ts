@@ -93,13 +93,25 @@ export class RedisStore implements CounterStore {
     return this.stateHolder.subscribe(listener);
   }
 
+  /** Resolves once the socket is closed, not merely when QUIT was answered. */
   async close(): Promise<void> {
     this.closing = true;
+    if (this.client.status === "end") return;
+    const ended = new Promise<void>((resolve) => this.client.once("end", () => resolve()));
     try {
       await this.client.quit();
     } catch {
       this.client.disconnect();
     }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.client.disconnect();
+        resolve();
+      }, 2000);
+    });
+    await Promise.race([ended, late]);
+    clearTimeout(timer);
   }
 
   /** Waits for the first connection (bounded); afterwards a down store fails at once. */

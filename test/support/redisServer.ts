@@ -1,0 +1,88 @@
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Redis from "ioredis";
+import { sleep } from "./redis";
+
+const run = promisify(execFile);
+
+/** A redis-server of the test's own on a loopback port, stopped by pid. */
+export class OwnRedis {
+  private child: ChildProcess | undefined;
+  readonly dir = mkdtempSync(join(tmpdir(), "sendgate-redis-"));
+
+  constructor(readonly port: number, private readonly extraArgs: string[] = []) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.child = spawn("redis-server", [
+      "--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--dir", this.dir, ...this.extraArgs,
+    ], { stdio: "ignore" });
+    await waitForPing(this.port);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  cleanUp(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function waitForPing(port: number): Promise<void> {
+  const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => undefined); // refusals are expected while the server starts
+  for (let i = 0; i < 100; i++) {
+    try {
+      await client.connect();
+      await client.ping();
+      client.disconnect();
+      return;
+    } catch {
+      client.disconnect();
+      await sleep(50);
+    }
+  }
+  throw new Error(`redis-server on ${port} did not start`);
+}
+
+/** Three masters, no replicas, slots spread by redis-cli. */
+export class OwnRedisCluster {
+  readonly nodes: OwnRedis[];
+
+  constructor(ports: number[]) {
+    this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`]));
+  }
+
+  get seeds(): string {
+    return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(",");
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.start()));
+    await run("redis-cli", ["--cluster", "create", ...this.nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    for (let i = 0; i < 100; i++) {
+      const { stdout } = await run("redis-cli", ["-p", String(this.nodes[0]?.port), "cluster", "info"]);
+      if (stdout.includes("cluster_state:ok")) return;
+      await sleep(100);
+    }
+    throw new Error("redis cluster did not reach cluster_state:ok");
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+    for (const n of this.nodes) n.cleanUp();
+  }
+}
