@@ -135,6 +135,25 @@ for (const store of ["memory", "redis"] as const) {
       assert.equal((skipped[1]?.admission as { max_count: number }).max_count, 5);
     });
 
+    it("waits for every blocking cap: retry_after is the longest, named by cap_id", async () => {
+      const flow = await deployGateFlow({
+        store, config: config(), rules: [
+          { id: "short", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60 },
+          { id: "long", scope: "global", max_count: 1, window_seconds: 600 },
+          { id: "roomy", scope: "global", max_count: 9, window_seconds: 900 },
+        ],
+      });
+      await sendInOrder(flow, [
+        { recipient: "r", channel: "sms", messageId: "1" },
+        { recipient: "r", channel: "sms", messageId: "2" },
+      ]);
+      const admission = flow.out.of("skipped")[0]?.admission as Record<string, unknown>;
+      assert.equal(admission.cap_id, "long");
+      assert.deepEqual(admission.blocking_cap_ids, ["long", "short"]);
+      const retry = admission.retry_after_seconds as number;
+      assert.ok(retry > 590 && retry <= 600, `retry ${retry}`);
+    });
+
     it("keeps org 'a:b' + recipient 'c' apart from org 'a' + recipient 'b:c'", async () => {
       const flow = await deployGateFlow({
         store, config: config(), rules: [{ id: "one", scope: "global", max_count: 1, window_seconds: DAY }],
