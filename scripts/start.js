@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+"use strict";
+/**
+ * `npm start`: Node-RED 4 on 127.0.0.1:1880 with this package and the demo
+ * flow loaded, on the embedded memory store: no Redis, no PostgreSQL (SPEC §10).
+ *
+ * - user dir: `.node-red-user/` in the repo (gitignored);
+ * - the package is loaded in place through Node-RED's `nodesDir` setting, which
+ *   accepts the directory of a Node-RED module: edits show after a rebuild and
+ *   a restart, with no npm install, no symlink and no copy;
+ * - `examples/frequency-cap-demo.json` becomes the flow file when there is none
+ *   yet; after that the flows you deploy are kept;
+ * - `PORT` changes the port, `HOST` the address (default 127.0.0.1: the editor
+ *   has no login, so it is not exposed to the network unless you ask).
+ */
+const fs = require("fs");
+const path = require("path");
+const { spawn } = require("child_process");
+
+const root = path.resolve(__dirname, "..");
+const userDir = path.join(root, ".node-red-user");
+const flowFile = path.join(userDir, "flows.json");
+const settingsFile = path.join(userDir, "start-settings.js");
+const demoFlow = path.join(root, "examples", "frequency-cap-demo.json");
+const builtNode = path.join(root, "dist", "src", "nodes", "capConfig.js");
+
+function fail(text) {
+    console.error(`start: ${text}`);
+    process.exit(1);
+}
+
+function port() {
+    if (process.env.PORT === undefined || process.env.PORT === "") return 1880;
+    const n = Number(process.env.PORT);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) fail(`PORT must be a port number, got ${JSON.stringify(process.env.PORT)}`);
+    return n;
+}
+
+function nodeRedScript() {
+    try {
+        return require.resolve("node-red/red.js", { paths: [root] });
+    } catch (err) {
+        return fail("node-red is not installed: run `npm ci` first");
+    }
+}
+
+function writeSettings(uiHost, uiPort) {
+    const settings = {
+        uiHost,
+        uiPort,
+        flowFile: "flows.json",
+        flowFilePretty: true,
+        nodesDir: [root],
+        telemetry: { enabled: false },
+        editorTheme: { projects: { enabled: false }, tours: false },
+        logging: { console: { level: "info", metrics: false, audit: false } },
+    };
+    const text = [
+        "// Written by scripts/start.js on every start: edit that script, not this file.",
+        `module.exports = ${JSON.stringify(settings, null, 4)};`,
+        "",
+    ].join("\n");
+    fs.writeFileSync(settingsFile, text);
+}
+
+function main() {
+    if (!fs.existsSync(builtNode)) fail("the package is not built: run `npm run build` (npm start does it for you)");
+    const red = nodeRedScript();
+    const uiHost = process.env.HOST || "127.0.0.1";
+    const uiPort = port();
+
+    fs.mkdirSync(userDir, { recursive: true });
+    writeSettings(uiHost, uiPort);
+    if (!fs.existsSync(flowFile)) {
+        fs.copyFileSync(demoFlow, flowFile);
+        console.log(`start: loaded the demo flow into ${path.relative(root, flowFile)}`);
+    } else {
+        console.log(`start: keeping the flows in ${path.relative(root, flowFile)} (delete it to get the demo flow back)`);
+    }
+    console.log(`start: Node-RED editor at http://${uiHost}:${uiPort}/`);
+
+    const child = spawn(process.execPath, [red, "-u", userDir, "-s", settingsFile], { cwd: root, stdio: "inherit" });
+
+    // Ctrl-C reaches Node-RED too (same process group): wait for it to stop
+    // cleanly. A signal sent to this process alone is passed on.
+    let stopping = false;
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+        process.on(signal, () => {
+            if (!stopping && child.exitCode === null) child.kill(signal);
+            stopping = true;
+        });
+    }
+    child.on("error", (err) => fail(`could not run Node-RED: ${err.message}`));
+    child.on("exit", (code, signal) => {
+        if (signal) process.exit(signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1);
+        process.exit(code === null ? 1 : code);
+    });
+}
+
+main();
