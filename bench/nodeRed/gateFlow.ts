@@ -1,0 +1,52 @@
+import type { Scenario } from "../scenarios";
+
+export interface GateFlow {
+  gateId: string;
+  configId: string;
+  /** the flow JSON, as the editor would deploy it */
+  nodes: object[];
+}
+
+export interface GateFlowOptions {
+  keyPrefix: string;
+  redisUrl: string;
+  /** cap-config `timeoutMs`: high, so a slow claim waits instead of failing open */
+  timeoutMs: number;
+}
+
+/** One tab: a cap-config and a frequency-cap-gate whose three outputs go nowhere. */
+export function gateFlow(scenario: Scenario, tag: string, options: GateFlowOptions): GateFlow {
+  const tabId = `bench-tab-${tag}`;
+  const configId = `bench-cfg-${tag}`;
+  const gateId = `bench-gate-${tag}`;
+  return {
+    gateId,
+    configId,
+    nodes: [
+      { id: tabId, type: "tab", label: `bench ${scenario.name}` },
+      {
+        id: configId,
+        type: "cap-config",
+        name: scenario.name,
+        store: scenario.store,
+        redisUrl: options.redisUrl,
+        keyPrefix: options.keyPrefix,
+        rulesSource: "inline",
+        rules: scenario.rules,
+        failMode: "open",
+        timeoutMs: options.timeoutMs,
+      },
+      {
+        id: gateId,
+        type: "frequency-cap-gate",
+        z: tabId,
+        name: scenario.name,
+        config: configId,
+        mode: "claim",
+        x: 200,
+        y: 100,
+        wires: [[], [], []],
+      },
+    ],
+  };
+}

@@ -1,0 +1,43 @@
+/** A cap as a flow author writes it in a cap-config's inline `rules` (SPEC §4). */
+export interface InlineRule {
+  id: string;
+  scope: "channel";
+  channel: string;
+  max_count: number;
+  window_seconds: number;
+}
+
+export type StoreKind = "memory" | "redis";
+
+export interface Scenario {
+  name: string;
+  store: StoreKind;
+  rules: InlineRule[];
+}
+
+export const CHANNEL = "sms";
+
+/**
+ * Caps from tight to loose. With ~2 msgs per recipient per scenario only the
+ * first (5 an hour) ever binds, and only for a few recipients: most claims are
+ * admitted, a few take the refusal path.
+ */
+const CAPS: readonly InlineRule[] = [
+  { id: "sms_hour", scope: "channel", channel: CHANNEL, max_count: 5, window_seconds: 3_600 },
+  { id: "sms_day", scope: "channel", channel: CHANNEL, max_count: 10, window_seconds: 86_400 },
+  { id: "sms_week", scope: "channel", channel: CHANNEL, max_count: 20, window_seconds: 604_800 },
+  { id: "sms_month", scope: "channel", channel: CHANNEL, max_count: 40, window_seconds: 2_592_000 },
+  { id: "sms_quarter", scope: "channel", channel: CHANNEL, max_count: 100, window_seconds: 7_776_000 },
+];
+
+export const CAP_COUNTS = [1, 3, 5] as const;
+
+export function capsOf(count: number): InlineRule[] {
+  if (count > CAPS.length) throw new Error(`at most ${CAPS.length} caps are defined, asked for ${count}`);
+  return CAPS.slice(0, count).map((rule) => ({ ...rule }));
+}
+
+export function scenarios(): Scenario[] {
+  const stores: StoreKind[] = ["memory", "redis"];
+  return stores.flatMap((store) => CAP_COUNTS.map((n) => ({ name: `${store}-${n}cap`, store, rules: capsOf(n) })));
+}
