@@ -1,0 +1,38 @@
+import type Redis from "ioredis";
+import type { RedisEndpoint } from "./redis/endpoint";
+import { countKeys, dropKeys } from "./redis/keys";
+import { probeClaim, rawClaimArgs, redisBenchmarkEvalsha } from "./redis/rawEvalsha";
+import type { Scenario } from "./scenarios";
+import type { BenchSettings } from "./settings";
+
+export interface RawResult {
+  perSec: number;
+  /** keys the run left, before they were dropped: proof the script wrote */
+  keysWritten: number;
+}
+
+/** redis-benchmark on EVALSHA of claim.lua with the scenario's caps, under `keyPrefix`, which it then drops. */
+export async function runRawScenario(
+  client: Redis,
+  endpoint: RedisEndpoint,
+  sha: string,
+  scenario: Scenario,
+  settings: BenchSettings,
+  keyPrefix: string,
+): Promise<RawResult> {
+  const args = rawClaimArgs(sha, keyPrefix, scenario.rules);
+  try {
+    await probeClaim(client, args, scenario.rules.length);
+    const perSec = await redisBenchmarkEvalsha(endpoint, {
+      args,
+      requests: settings.rawRequests,
+      clients: settings.rawClients,
+      keyspace: settings.recipients,
+    });
+    const keysWritten = await countKeys(client, keyPrefix);
+    if (keysWritten === 0) throw new Error("redis-benchmark ran but claim.lua wrote no key");
+    return { perSec, keysWritten };
+  } finally {
+    await dropKeys(client, keyPrefix);
+  }
+}
