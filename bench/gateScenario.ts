@@ -28,12 +28,15 @@ export async function runGateScenario(
   settings: BenchSettings,
   keyPrefix: string,
 ): Promise<GateResult> {
-  const flow = gateFlow(scenario, scenario.name, { keyPrefix, redisUrl: settings.redisUrl, timeoutMs: CLAIM_TIMEOUT_MS });
+  const flow = gateFlow(scenario, keyPrefix, { keyPrefix, redisUrl: settings.redisUrl, timeoutMs: CLAIM_TIMEOUT_MS });
   const { gate } = await deployGate(red, flow);
-  // the same seed for every scenario: each sees the same recipients in the same order
-  const source = new MsgSource(`${keyPrefix}-m`, settings.recipients, CHANNEL, settings.seed);
-  const warm = await drive(gate, completions, source, { count: settings.warmup, concurrency: settings.concurrency });
-  const run = await drive(gate, completions, source, { count: settings.msgs, concurrency: settings.concurrency });
+  const { recipients, seed, concurrency } = settings;
+  // warm-up recipients of their own: however long it runs, the measured counters start empty
+  const warmSource = new MsgSource({ tag: `${keyPrefix}-w`, recipients, recipientPrefix: "+1666", channel: CHANNEL, seed: seed + 1 });
+  // the same seed for every scenario: each measures the same recipients in the same order
+  const source = new MsgSource({ tag: `${keyPrefix}-m`, recipients, recipientPrefix: "+1555", channel: CHANNEL, seed });
+  const warm = await drive(gate, completions, warmSource, { count: settings.warmup, concurrency });
+  const run = await drive(gate, completions, source, { count: settings.msgs, concurrency });
   const { p50, p99 } = summarize(run.latenciesMs);
   return {
     msgsPerSec: run.msgs / (run.elapsedMs / 1000),

@@ -27,7 +27,7 @@ export async function runRawScenario(
       args,
       requests: settings.rawRequests,
       clients: settings.rawClients,
-      keyspace: settings.recipients,
+      keyspace: settings.rawKeyspace,
     });
     const keysWritten = await countKeys(client, keyPrefix);
     if (keysWritten === 0) throw new Error("redis-benchmark ran but claim.lua wrote no key");

@@ -37,7 +37,12 @@ export function capsOf(count: number): InlineRule[] {
   return CAPS.slice(0, count).map((rule) => ({ ...rule }));
 }
 
-export function scenarios(): Scenario[] {
+/** Every scenario, or those named in `only` (an unknown name is an error, not an empty table). */
+export function scenarios(only?: readonly string[]): Scenario[] {
   const stores: StoreKind[] = ["memory", "redis"];
-  return stores.flatMap((store) => CAP_COUNTS.map((n) => ({ name: `${store}-${n}cap`, store, rules: capsOf(n) })));
+  const all = stores.flatMap((store) => CAP_COUNTS.map((n) => ({ name: `${store}-${n}cap`, store, rules: capsOf(n) })));
+  if (!only) return all;
+  const unknown = only.filter((name) => !all.some((s) => s.name === name));
+  if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(", ")} (known: ${all.map((s) => s.name).join(", ")})`);
+  return all.filter((s) => only.includes(s.name));
 }

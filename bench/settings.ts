@@ -2,7 +2,7 @@
 export interface BenchSettings {
   /** measured msgs per scenario */
   msgs: number;
-  /** msgs sent (and not measured) before each scenario's measured run */
+  /** msgs sent (and not measured) before each scenario's measured run, to recipients of their own */
   warmup: number;
   /** msgs in flight at once */
   concurrency: number;
@@ -10,11 +10,15 @@ export interface BenchSettings {
   recipients: number;
   /** claims the raw redis-benchmark run makes per redis scenario */
   rawRequests: number;
+  /** recipients the raw run draws from: as many claims per recipient as the gate's measured run */
+  rawKeyspace: number;
   /** parallel redis-benchmark connections */
   rawClients: number;
   redisUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler */
+  only?: string[];
 }
 
 function whole(name: string, fallback: number, min: number): number {
@@ -27,16 +31,22 @@ function whole(name: string, fallback: number, min: number): number {
 
 export function readSettings(): BenchSettings {
   const msgs = whole("BENCH_MSGS", 20_000, 1);
-  const warmup = whole("BENCH_WARMUP", Math.min(5_000, Math.max(500, Math.round(msgs / 10))), 0);
+  // a young process stalls for JIT and GC now and then: a long warm-up keeps that out of p99
+  const warmup = whole("BENCH_WARMUP", Math.max(1_000, Math.round(msgs / 2)), 0);
+  const recipients = whole("BENCH_RECIPIENTS", 10_000, 1);
+  // long enough to read a steady rate, however few msgs the gate ran
+  const rawRequests = whole("BENCH_RAW_REQUESTS", Math.max(msgs, 50_000), 1);
   return {
     msgs,
     warmup,
     concurrency: whole("BENCH_CONCURRENCY", 64, 1),
-    recipients: whole("BENCH_RECIPIENTS", 10_000, 1),
-    // as many claims as the gate made, over the same key space: the counters fill alike
-    rawRequests: whole("BENCH_RAW_REQUESTS", msgs + warmup, 1),
+    recipients,
+    rawRequests,
+    // the same claims per recipient as the gate's measured run, so counters fill (and refuse) alike
+    rawKeyspace: Math.max(1, Math.round((recipients * rawRequests) / msgs)),
     rawClients: whole("BENCH_RAW_CLIENTS", 50, 1),
     redisUrl: process.env.REDIS_URL || "redis://127.0.0.1:6379",
     seed: whole("BENCH_SEED", 20_240_601, 0),
+    ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };
 }

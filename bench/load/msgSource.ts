@@ -9,27 +9,34 @@ export interface BenchMsg extends NodeMessage {
   messageId: string;
 }
 
-/** Phone-like recipients, so keys carry the percent-encoded "+" a real address has. */
-export function recipientName(index: number): string {
-  return `+1555${String(index).padStart(7, "0")}`;
+export interface MsgSourceOptions {
+  /** makes msg ids unique */
+  tag: string;
+  /** how many distinct recipients, drawn uniformly */
+  recipients: number;
+  /** first digits of every recipient: two sources with different ones never share a counter */
+  recipientPrefix: string;
+  channel: string;
+  seed: number;
 }
 
-/** Makes msgs for one scenario: unique ids, recipients drawn uniformly from `recipients`. */
+/** Makes msgs for one run: unique ids, phone-like recipients (keys carry the encoded "+" a real address has). */
 export class MsgSource {
   private readonly random: () => number;
   private issued = 0;
 
-  constructor(private readonly tag: string, private readonly recipients: number, private readonly channel: string, seed: number) {
-    this.random = seededRandom(seed);
+  constructor(private readonly options: MsgSourceOptions) {
+    this.random = seededRandom(options.seed);
   }
 
   next(): BenchMsg {
-    const id = `${this.tag}-${this.issued++}`;
+    const { tag, recipients, recipientPrefix, channel } = this.options;
+    const id = `${tag}-${this.issued++}`;
     return {
       _msgid: id,
       messageId: id,
-      recipient: recipientName(Math.floor(this.random() * this.recipients)),
-      channel: this.channel,
+      recipient: `${recipientPrefix}${String(Math.floor(this.random() * recipients)).padStart(7, "0")}`,
+      channel,
       payload: "bench",
     };
   }

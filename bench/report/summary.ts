@@ -9,9 +9,9 @@ export function machineLine(machine: Machine): string {
 }
 
 export function loadLine(settings: BenchSettings): string {
-  return `load: ${n.format(settings.msgs)} msgs per scenario after ${n.format(settings.warmup)} warm-up, `
-    + `${settings.concurrency} in flight, ${n.format(settings.recipients)} recipients; `
-    + `raw: redis-benchmark -n ${settings.rawRequests} -c ${settings.rawClients} -P 1 -r ${settings.recipients} EVALSHA <claim.lua> …`;
+  return `load: ${n.format(settings.msgs)} msgs per scenario over ${n.format(settings.recipients)} recipients, `
+    + `after ${n.format(settings.warmup)} warm-up msgs to other recipients, ${settings.concurrency} in flight; `
+    + `raw: redis-benchmark -n ${settings.rawRequests} -c ${settings.rawClients} -P 1 -r ${settings.rawKeyspace} EVALSHA <claim.lua sha> <same keys and args>`;
 }
 
 export interface ScenarioVerdicts {
