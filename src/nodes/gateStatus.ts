@@ -15,6 +15,8 @@ export class GateStatus {
   private lastErrorAt = 0;
   private store: StoreState = "ready";
   private timer: NodeJS.Timeout | undefined;
+  /** a fixed problem that outranks every count until redeploy */
+  private brokenText: string | undefined;
 
   constructor(private readonly node: Node, private readonly storeLabel: string) {}
 
@@ -26,6 +28,7 @@ export class GateStatus {
 
   /** A fixed problem (bad config) that no msg can clear. */
   broken(text: string): void {
+    this.brokenText = text;
     this.stop();
     this.node.status({ fill: "red", shape: "ring", text });
   }
@@ -36,7 +39,7 @@ export class GateStatus {
   }
 
   private schedule(): void {
-    if (this.timer) return;
+    if (this.timer || this.brokenText !== undefined) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.draw();

@@ -30,8 +30,10 @@ export class SendReader {
 
   constructor(RED: NodeAPI, node: Node, props: FieldProps) {
     this.readers = SEND_FIELDS.map((field) => {
-      const value = props[field] || field;
       const type = props[`${field}Type`] || "msg";
+      // a msg path left blank means the default path; a blank string or env value stays blank
+      const given = props[field];
+      const value = given === undefined || (given === "" && type === "msg") ? field : given;
       return [field, fieldReader(RED, node, value, type)];
     });
   }

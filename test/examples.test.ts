@@ -1,0 +1,91 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Node, NodeMessage } from "node-red";
+import { gateNodes, helper, type Msg } from "./support/nodeRed";
+import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
+
+/* eslint-disable @typescript-eslint/no-require-imports */
+const coreNodes = [
+  require("@node-red/nodes/core/common/20-inject.js"),
+  require("@node-red/nodes/core/common/21-debug.js"),
+  require("@node-red/nodes/core/common/90-comment.js"),
+];
+
+type FlowNode = { id: string; type: string; name?: string };
+
+function example(name: string): FlowNode[] {
+  return JSON.parse(readFileSync(join(ROOT, "examples", name), "utf8")) as FlowNode[];
+}
+
+function byName(flow: FlowNode[], type: string, name: string): string {
+  const found = flow.find((n) => n.type === type && n.name === name);
+  assert.ok(found, `example has no ${type} named "${name}"`);
+  return found.id;
+}
+
+describe("examples/", function () {
+  this.timeout(60_000);
+
+  describe("frequency-cap-demo.json", () => {
+    before(() => helper.startServer());
+    after(() => helper.stopServer());
+    afterEach(() => helper.unload());
+
+    it("caps marketing at 3 while OTPs and P0 pass, and sends a bad send to the Catch", async () => {
+      const flow = example("frequency-cap-demo.json");
+      await helper.load([...gateNodes, ...coreNodes], flow);
+      const seen = (name: string) => {
+        const list: Msg[] = [];
+        (helper.getNode(byName(flow, "debug", name)) as Node).on("input", (m: NodeMessage) => list.push(m as Msg));
+        return list;
+      };
+      const allowed = seen("allowed");
+      const skipped = seen("skipped");
+      const errors = seen("error");
+      const press = async (name: string, times = 1) => {
+        for (let i = 0; i < times; i++) {
+          const before = allowed.length + skipped.length + errors.length;
+          (helper.getNode(byName(flow, "inject", name)) as Node).receive({});
+          for (let t = 0; t < 200 && allowed.length + skipped.length + errors.length === before; t++) await new Promise((r) => setTimeout(r, 5));
+        }
+      };
+      await press("OTP SMS to alice", 3);
+      await press("marketing SMS to alice", 5);
+      await press("P0 alert to alice");
+      await press("send without recipient");
+      assert.equal(allowed.length, 3 + 3 + 1);
+      assert.equal(skipped.length, 2);
+      assert.ok(skipped.every((m) => (m.admission as { cap_id: string }).cap_id === "marketing-sms"));
+      assert.equal((allowed[allowed.length - 1]?.admission as { reason: string }).reason, "exempt");
+      assert.equal(errors.length, 1);
+      assert.match((errors[0]?.error as { message: string }).message, /recipient/);
+    });
+  });
+
+  describe("http-api-429.json in a real Node-RED process", () => {
+    const red = new NodeRedProcess(join(ROOT, "examples", "http-api-429.json"));
+    before(() => red.start());
+    after(() => red.stop());
+
+    it("answers 202 five times, then 429 with Retry-After, and 400 for a bad send", async () => {
+      const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+      });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await post({ recipient: "alice", channel: "sms" })).status);
+      assert.deepEqual(statuses, [202, 202, 202, 202, 202]);
+      const refused = await post({ recipient: "alice", channel: "sms" });
+      assert.equal(refused.status, 429);
+      const retryAfter = Number(refused.headers.get("retry-after"));
+      assert.ok(retryAfter > 50 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+      const body = await refused.json() as { error: string; details: { cap_id: string } };
+      assert.equal(body.error, "FREQUENCY_CAP_EXCEEDED");
+      assert.equal(body.details.cap_id, "per-minute");
+      assert.equal((await post({ recipient: "bob", channel: "sms" })).status, 202);
+      const bad = await post({ channel: "sms" });
+      assert.equal(bad.status, 400);
+      assert.match(JSON.stringify(await bad.json()), /recipient/);
+    });
+  });
+});

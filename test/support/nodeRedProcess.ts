@@ -1,0 +1,72 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(__dirname, "..", "..", "..");
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? done(address.port) : fail(new Error("no port"))));
+    });
+  });
+}
+
+/**
+ * A real Node-RED process (node-red/red.js) with this package loaded from the
+ * repo through `nodesDir`, a flow file of the test's choosing, stopped by pid.
+ */
+export class NodeRedProcess {
+  private child: ChildProcess | undefined;
+  private readonly userDir = mkdtempSync(join(tmpdir(), "sendgate-nr-"));
+  output = "";
+  port = 0;
+
+  constructor(private readonly flowFile: string, private readonly extraSettings: Record<string, unknown> = {}) {}
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.port = await freePort();
+    copyFileSync(this.flowFile, join(this.userDir, "flows.json"));
+    const settings = {
+      uiHost: "127.0.0.1", uiPort: this.port, flowFile: "flows.json", nodesDir: [ROOT],
+      telemetry: { enabled: false }, editorTheme: { projects: { enabled: false }, tours: false },
+      logging: { console: { level: "info" } }, ...this.extraSettings,
+    };
+    const settingsFile = join(this.userDir, "settings.js");
+    writeFileSync(settingsFile, `module.exports = ${JSON.stringify(settings)};\n`);
+    const child = spawn(process.execPath, [require.resolve("node-red/red.js"), "-u", this.userDir, "-s", settingsFile], {
+      cwd: ROOT, stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child = child;
+    child.stdout?.on("data", (d: Buffer) => { this.output += d.toString(); });
+    child.stderr?.on("data", (d: Buffer) => { this.output += d.toString(); });
+    const started = Date.now();
+    while (!this.output.includes("Started flows")) {
+      if (child.exitCode !== null) throw new Error(`node-red exited: ${this.output}`);
+      if (Date.now() - started > 30_000) throw new Error(`node-red did not start: ${this.output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    rmSync(this.userDir, { recursive: true, force: true });
+  }
+}
+
+export { ROOT };
