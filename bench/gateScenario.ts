@@ -1,3 +1,4 @@
+import { collectGarbage } from "./gc";
 import { drive } from "./load/driver";
 import type { Completions } from "./load/completions";
 import { MsgSource } from "./load/msgSource";
@@ -30,6 +31,8 @@ export async function runGateScenario(
 ): Promise<GateResult> {
   const flow = gateFlow(scenario, keyPrefix, { keyPrefix, redisUrl: settings.redisUrl, timeoutMs: CLAIM_TIMEOUT_MS });
   const { gate } = await deployGate(red, flow);
+  // the previous flow's nodes and store are closed now: clear their garbage before timing anything
+  collectGarbage();
   const { recipients, seed, concurrency } = settings;
   // warm-up recipients of their own: however long it runs, the measured counters start empty
   const warmSource = new MsgSource({ tag: `${keyPrefix}-w`, recipients, recipientPrefix: "+1666", channel: CHANNEL, seed: seed + 1 });
