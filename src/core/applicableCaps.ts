@@ -1,4 +1,4 @@
-import { capCounterKey } from "./keys";
+import { capKeyUnder, recipientKeyBase } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
 
@@ -32,12 +32,14 @@ function appliesTo(rule: CapRule, send: Send): boolean {
  */
 export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string): ApplicableCap[] {
   const caps: ApplicableCap[] = [];
+  let base: string | undefined;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;
     const own = send.recipientLimits[rule.id];
+    base ??= recipientKeyBase(keyPrefix, send.org, recipientKey);
     caps.push({
       rule,
-      key: capCounterKey(keyPrefix, send.org, recipientKey, rule.id, rule.per.map((a) => send.attributes[a] as string)),
+      key: capKeyUnder(base, rule.id, rule.per.map((a) => send.attributes[a] as string)),
       max: own === undefined ? rule.max_count : Math.min(rule.max_count, own),
       windowMs: rule.window_seconds * 1000,
     });

@@ -56,9 +56,10 @@ export class CapEngine {
     const specs = caps.map((c) => ({ key: c.key, windowMs: c.windowMs, max: c.max }));
     let outcome: ClaimOutcome;
     try {
-      outcome = caps.length === 0
-        ? { allowed: true, nowMs: Date.now(), counters: [] }
-        : await this.guard.run(() => this.options.store.claim(send.messageId, specs));
+      const store = this.options.store;
+      if (caps.length === 0) outcome = { allowed: true, nowMs: Date.now(), counters: [] };
+      else if (store.remote) outcome = await this.guard.run(() => store.claim(send.messageId, specs));
+      else outcome = await store.claim(send.messageId, specs);
     } catch (err) {
       const failure = err as StoreUnavailableError;
       if (this.options.failMode === "closed") throw failure;

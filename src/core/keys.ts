@@ -1,6 +1,7 @@
 import { createHmac } from "node:crypto";
 
 const SAFE = /[A-Za-z0-9._~-]/;
+const ALL_SAFE = /^[A-Za-z0-9._~-]*$/;
 
 /**
  * Encodes one key component so that it never contains a separator (`:`, `|`)
@@ -9,6 +10,7 @@ const SAFE = /[A-Za-z0-9._~-]/;
  * `%XX` for units below 0x100, `%uXXXX` above (the two forms cannot be confused).
  */
 export function encodeKeyPart(value: string): string {
+  if (ALL_SAFE.test(value)) return value;
   let out = "";
   for (let i = 0; i < value.length; i++) {
     const ch = value[i] as string;
@@ -33,11 +35,21 @@ export function recipientHashTag(org: string, recipient: string): string {
   return `{${encodeKeyPart(org)}|${encodeKeyPart(recipient)}}`;
 }
 
-/** `<prefix>:{<org>|<recipient>}:c:<cap_id>[:<per values>]` (SPEC §5). */
-export function capCounterKey(prefix: string, org: string, recipient: string, capId: string, perValues: readonly string[]): string {
-  let key = `${prefix}:${recipientHashTag(org, recipient)}:c:${encodeKeyPart(capId)}`;
+/** `<prefix>:{<org>|<recipient>}`: what every key of one recipient starts with. */
+export function recipientKeyBase(prefix: string, org: string, recipient: string): string {
+  return `${prefix}:${recipientHashTag(org, recipient)}`;
+}
+
+/** `<base>:c:<cap_id>[:<per values>]`, the base from recipientKeyBase (SPEC §5). */
+export function capKeyUnder(base: string, capId: string, perValues: readonly string[]): string {
+  let key = `${base}:c:${encodeKeyPart(capId)}`;
   for (const v of perValues) key += `:${encodeKeyPart(v)}`;
   return key;
+}
+
+/** `<prefix>:{<org>|<recipient>}:c:<cap_id>[:<per values>]` (SPEC §5). */
+export function capCounterKey(prefix: string, org: string, recipient: string, capId: string, perValues: readonly string[]): string {
+  return capKeyUnder(recipientKeyBase(prefix, org, recipient), capId, perValues);
 }
 
 /** A key prefix must not carry a brace, or it would move the hash tag. */

@@ -31,6 +31,8 @@ export type StoreState = "connecting" | "ready" | "down";
  */
 export interface CounterStore {
   readonly kind: "memory" | "redis" | "redis-cluster";
+  /** answers over a network: calls need a timeout and a circuit breaker (SPEC §9) */
+  readonly remote: boolean;
   /** Atomic check-and-claim of every counter: all or nothing (SPEC §5). */
   claim(member: string, counters: readonly CounterSpec[]): Promise<ClaimOutcome>;
   state(): StoreState;

@@ -27,6 +27,8 @@ const wallClock: Clock = () => performance.timeOrigin + performance.now();
  */
 export class MemoryStore implements CounterStore {
   readonly kind = "memory" as const;
+  /** in-process and synchronous: a claim cannot time out, so it needs no guard */
+  readonly remote = false;
   private readonly counters = new Map<string, Counter>();
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;

@@ -51,6 +51,7 @@ function createClient(options: RedisStoreOptions): RedisClient {
 
 export class RedisStore implements CounterStore {
   readonly kind: "redis" | "redis-cluster";
+  readonly remote = true;
   readonly client: RedisClient;
   private readonly stateHolder = new StateHolder("connecting");
   private readonly firstReady: Promise<void>;
