@@ -8,7 +8,7 @@ export const RULE_COLUMNS = [
   "applies_to_categories", "per", "match", "disposition", "created_at", "updated_at",
 ] as const;
 
-/** The SQL of the migration, in order; each statement is idempotent and none drops or rewrites data. */
+/** The table part of the migration, in order; each statement is idempotent and none drops or rewrites data. */
 export function migrationStatements(t: RulesTable): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${t.sql} (
@@ -32,8 +32,12 @@ export function migrationStatements(t: RulesTable): string[] {
     // a table created by hand with the §4 columns only gains the timestamps (no rewrite: now() is a fast default)
     `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS created_at timestamptz NOT NULL DEFAULT now()`,
     `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now()`,
-    `CREATE INDEX IF NOT EXISTS ${t.indexSql} ON ${t.sql} (org, channel) WHERE enabled`,
   ];
+}
+
+/** Run after the columns are known to be there. */
+export function indexStatement(t: RulesTable): string {
+  return `CREATE INDEX IF NOT EXISTS ${t.indexSql} ON ${t.sql} (org, channel) WHERE enabled`;
 }
 
 /** The advisory lock key of one table: two instances migrating the same table wait for each other. */
@@ -66,6 +70,7 @@ export async function migrateRulesTable(pool: Pool, t: RulesTable): Promise<void
     for (const statement of migrationStatements(t)) await client.query(statement);
     const missing = await missingColumns(client, t);
     if (missing.length > 0) throw new Error(`rules table ${t.display} lacks column(s) ${missing.join(", ")}`);
+    await client.query(indexStatement(t));
     await client.query("COMMIT");
   } catch (err) {
     failed = err;
