@@ -8,6 +8,6 @@ export * from "./core/rules";
 export * from "./core/send";
 export * from "./core/schema/capRuleSchema";
 export * from "./core/schema/validateRules";
-export * from "./core/stores/counterStore";
+export * from "./core/stores/admissionStore";
 export * from "./core/stores/memoryStore";
 export * from "./core/stores/redisStore";

@@ -5,12 +5,12 @@ import { recipientToken } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
 import { StoreGuard } from "./storeGuard";
-import type { ClaimOutcome, CounterStore } from "./stores/counterStore";
+import type { ClaimOutcome, AdmissionStore } from "./stores/admissionStore";
 
 export type FailMode = "open" | "closed";
 
 export interface CapEngineOptions {
-  store: CounterStore;
+  store: AdmissionStore;
   /** the rules in force for a send; sync so the hot path never waits on a lookup */
   rules: () => readonly CapRule[];
   keyPrefix: string;

@@ -4,7 +4,7 @@ import { ConfigError, RuleValidationError } from "./errors";
 import type { CapRule } from "./rules";
 import type { SendRules } from "./send";
 import { validateRules } from "./schema/validateRules";
-import type { CounterStore } from "./stores/counterStore";
+import type { AdmissionStore } from "./stores/admissionStore";
 import { MemoryStore } from "./stores/memoryStore";
 import { RedisStore } from "./stores/redisStore";
 
@@ -18,7 +18,7 @@ export interface CapLog {
   error(text: string): void;
 }
 
-function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog): CounterStore {
+function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog): AdmissionStore {
   if (settings.store === "memory") return new MemoryStore();
   let lastError = "";
   return new RedisStore({
@@ -44,7 +44,7 @@ export class CapService {
   private constructor(
     readonly settings: CapSettings,
     readonly rules: CapRule[],
-    readonly store: CounterStore,
+    readonly store: AdmissionStore,
     secrets: CapSecrets,
     log: CapLog,
   ) {

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
-import type { CounterSpec, CounterStore } from "../../src/core/stores/counterStore";
+import type { AdmissionStore, CounterSpec } from "../../src/core/stores/admissionStore";
 import { sleep, uniquePrefix } from "../support/redis";
 
 /**
  * One suite, every store: the memory store and the Redis store must give the
  * same answers for the same inputs (SPEC §5).
  */
-export function counterStoreConformance(label: string, open: () => Promise<CounterStore>, close: (s: CounterStore) => Promise<void>): void {
+export function counterStoreConformance(label: string, open: () => Promise<AdmissionStore>, close: (s: AdmissionStore) => Promise<void>): void {
   describe(`counter store conformance: ${label}`, function () {
-    let store: CounterStore;
+    let store: AdmissionStore;
     let prefix: string;
     const spec = (name: string, max: number, windowMs = 60_000): CounterSpec => ({ key: `${prefix}:{o|r}:c:${name}`, max, windowMs });
 
@@ -94,6 +94,71 @@ export function counterStoreConformance(label: string, open: () => Promise<Count
       assert.equal(results.filter((r) => r.allowed).length, 7);
       const other = await store.claim("probe", [spec("other", 1000)]);
       assert.equal(other.counters[0]?.count, 8, "only the 7 admitted sends counted in the second cap");
+    });
+
+    it("records without checking, idempotent on the member", async () => {
+      const cap = spec("rec", 1);
+      assert.deepEqual(await store.record("e1", [cap, spec("rec2", 5)]), [1, 1]);
+      assert.deepEqual(await store.record("e1", [cap]), [1]);
+      assert.deepEqual(await store.record("e2", [cap]), [2], "record does not check the max");
+      assert.equal((await store.claim("e3", [cap])).allowed, false);
+    });
+
+    it("releases a member's counter entries and only its own duplicate marks, in one step", async () => {
+      const cap = spec("rel", 1);
+      const mark = `${prefix}:{o|r}:d:sms:abc`;
+      await store.claim("m1", [cap, spec("rel-b", 5)]);
+      await store.checkSuppression({ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m1", markKey: mark, markWindowMs: 60_000 });
+      const given = await store.release("m1", [{ key: cap.key, kind: "z" }, { key: spec("rel-b", 5).key, kind: "z" }, { key: mark, kind: "k" }]);
+      assert.equal(given, 3);
+      assert.equal((await store.claim("m2", [cap])).allowed, true, "the slot is free again");
+      const again = await store.checkSuppression({ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", markKey: mark, markWindowMs: 60_000 });
+      assert.deepEqual(again, { kind: "clear", marked: true });
+      assert.equal(await store.release("m1", [{ key: mark, kind: "k" }, { key: cap.key, kind: "z" }]), 0, "m2's mark and slot stay");
+    });
+
+    it("finds a block-list entry for the channel or for every channel", async () => {
+      const listKey = `${prefix}:{o|r}:s`;
+      const indexKey = `${prefix}:{o}:sidx`;
+      const check = (channel: string) => store.checkSuppression({ listKey, channel, member: "m", markWindowMs: 0 });
+      assert.deepEqual(await check("sms"), { kind: "clear", marked: false });
+      await store.writeSuppressions([{ listKey, field: "sms", indexKey, indexField: "sms|r", entry: '{"reason":"STOP"}' }]);
+      assert.deepEqual(await check("sms"), { kind: "listed", field: "sms", entry: '{"reason":"STOP"}' });
+      assert.deepEqual(await check("email"), { kind: "clear", marked: false });
+      await store.writeSuppressions([{ listKey, field: "*", indexKey, indexField: "*|r", entry: '{"reason":"all"}' }]);
+      assert.deepEqual(await check("email"), { kind: "listed", field: "*", entry: '{"reason":"all"}' });
+      await store.writeSuppressions([
+        { listKey, field: "*", indexKey, indexField: "*|r" },
+        { listKey, field: "sms", indexKey, indexField: "sms|r" },
+      ]);
+      assert.deepEqual(await check("sms"), { kind: "clear", marked: false });
+      assert.deepEqual((await store.listSuppressions(indexKey, "0", 100)).entries, []);
+    });
+
+    it("pages through an index of 2,500 block-list entries", async () => {
+      const indexKey = `${prefix}:{o}:sidx`;
+      await store.writeSuppressions(Array.from({ length: 2500 }, (_, i) => ({
+        listKey: `${prefix}:{o|r${i}}:s`, field: "*", indexKey, indexField: `*|r${i}`, entry: `{"i":${i}}`,
+      })));
+      const seen = new Set<string>();
+      let cursor = "0";
+      do {
+        const page = await store.listSuppressions(indexKey, cursor, 500);
+        page.entries.forEach((e) => seen.add(e));
+        cursor = page.cursor;
+      } while (cursor !== "0");
+      assert.equal(seen.size, 2500);
+    });
+
+    it("marks duplicate content for the window; the same member again is a retry, not a duplicate", async () => {
+      const base = { listKey: `${prefix}:{o|r}:s`, channel: "sms", markKey: `${prefix}:{o|r}:d:sms:h1`, markWindowMs: 400 };
+      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", marked: true });
+      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", marked: true });
+      const dup = await store.checkSuppression({ ...base, member: "m2" });
+      assert.equal(dup.kind, "duplicate");
+      assert.ok(dup.kind === "duplicate" && dup.firstMember === "m1" && dup.retryAfterMs > 0 && dup.retryAfterMs <= 400);
+      await sleep(450);
+      assert.deepEqual(await store.checkSuppression({ ...base, member: "m2" }), { kind: "clear", marked: true });
     });
 
     it("answers from the store's own clock", async () => {

@@ -1,4 +1,7 @@
-import type { ClaimOutcome, CounterOutcome, CounterSpec, CounterStore, StoreState } from "./counterStore";
+import type {
+  AdmissionStore, ClaimOutcome, CounterOutcome, CounterSpec, ReleaseSpec, StoreState,
+  SuppressionCheck, SuppressionOutcome, SuppressionWrite,
+} from "./admissionStore";
 import { StateHolder } from "./stateEmitter";
 
 interface Entry {
@@ -12,6 +15,19 @@ interface Counter {
   expiresAt: number;
 }
 
+interface Mark {
+  member: string;
+  expiresAt: number;
+}
+
+/** Everything a memory store holds, as JSON: what it saves on close and loads on start. */
+export interface MemorySnapshot {
+  version: 1;
+  counters: [string, Counter][];
+  hashes: [string, [string, string][]][];
+  marks: [string, Mark][];
+}
+
 /** The linger after a window (SPEC §5: expire at window + 60 s), as Redis does. */
 const EXPIRY_GRACE_MS = 60_000;
 const SWEEP_EVERY_MS = 60_000;
@@ -21,15 +37,17 @@ export type Clock = () => number;
 const wallClock: Clock = () => performance.timeOrigin + performance.now();
 
 /**
- * The embedded store: the same sorted-set algorithm as lua/claim.lua, in one
- * process. JavaScript runs a claim to completion before the next, so each
- * claim is atomic without locks.
+ * The embedded store: the same algorithms as the scripts in lua/, in one
+ * process. JavaScript runs a call to completion before the next, so each
+ * call is atomic without locks.
  */
-export class MemoryStore implements CounterStore {
+export class MemoryStore implements AdmissionStore {
   readonly kind = "memory" as const;
-  /** in-process and synchronous: a claim cannot time out, so it needs no guard */
+  /** in-process and synchronous: a call cannot time out, so it needs no guard */
   readonly remote = false;
   private readonly counters = new Map<string, Counter>();
+  private readonly hashes = new Map<string, Map<string, string>>();
+  private readonly marks = new Map<string, Mark>();
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
 
@@ -55,12 +73,71 @@ export class MemoryStore implements CounterStore {
       }
       if (!blocked) {
         if (!held[i]) insertSorted(counter.entries, { score: now, member });
-        counter.expiresAt = now + spec.windowMs + EXPIRY_GRACE_MS;
-        this.counters.set(spec.key, counter);
+        this.keep(spec, counter, now);
       }
       return { count: counter.entries.length, alreadyHeld: held[i] as boolean, retryAfterMs, blocking };
     });
     return { allowed: !blocked, nowMs: Math.floor(now), counters: outcomes };
+  }
+
+  async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {
+    const now = this.clock();
+    return specs.map((spec) => {
+      const counter = this.pruned(spec.key, now - spec.windowMs, now);
+      if (!counter.entries.some((e) => e.member === member)) insertSorted(counter.entries, { score: now, member });
+      this.keep(spec, counter, now);
+      return counter.entries.length;
+    });
+  }
+
+  async release(member: string, claims: readonly ReleaseSpec[]): Promise<number> {
+    const now = this.clock();
+    let given = 0;
+    for (const claim of claims) {
+      if (claim.kind === "z") {
+        const counter = this.counters.get(claim.key);
+        const at = counter ? counter.entries.findIndex((e) => e.member === member) : -1;
+        if (counter && at >= 0) {
+          counter.entries.splice(at, 1);
+          given++;
+        }
+      } else if (this.liveMark(claim.key, now)?.member === member) {
+        this.marks.delete(claim.key);
+        given++;
+      }
+    }
+    return given;
+  }
+
+  async checkSuppression(check: SuppressionCheck): Promise<SuppressionOutcome> {
+    const list = this.hashes.get(check.listKey);
+    for (const field of [check.channel, "*"]) {
+      const entry = list?.get(field);
+      if (entry !== undefined) return { kind: "listed", field, entry };
+    }
+    if (check.markKey === undefined) return { kind: "clear", marked: false };
+    const now = this.clock();
+    const mark = this.liveMark(check.markKey, now);
+    if (!mark) {
+      this.marks.set(check.markKey, { member: check.member, expiresAt: now + check.markWindowMs });
+      return { kind: "clear", marked: true };
+    }
+    if (mark.member === check.member) return { kind: "clear", marked: true };
+    return { kind: "duplicate", firstMember: mark.member, retryAfterMs: Math.ceil(mark.expiresAt - now) };
+  }
+
+  async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
+    for (const w of writes) {
+      this.setField(w.listKey, w.field, w.entry);
+      this.setField(w.indexKey, w.indexField, w.entry);
+    }
+  }
+
+  async listSuppressions(indexKey: string, cursor: string, count: number): Promise<{ cursor: string; entries: string[] }> {
+    const all = [...(this.hashes.get(indexKey)?.values() ?? [])];
+    const from = Number(cursor) || 0;
+    const next = from + count;
+    return { cursor: next >= all.length ? "0" : String(next), entries: all.slice(from, next) };
   }
 
   state(): StoreState {
@@ -75,9 +152,46 @@ export class MemoryStore implements CounterStore {
     clearInterval(this.sweeper);
   }
 
-  /** number of live counters; for tests and metrics */
-  size(): number {
-    return this.counters.size;
+  snapshot(): MemorySnapshot {
+    this.sweep();
+    return {
+      version: 1,
+      counters: [...this.counters],
+      hashes: [...this.hashes].map(([key, fields]) => [key, [...fields]]),
+      marks: [...this.marks],
+    };
+  }
+
+  restore(snapshot: MemorySnapshot): void {
+    for (const [key, counter] of snapshot.counters) this.counters.set(key, counter);
+    for (const [key, fields] of snapshot.hashes) this.hashes.set(key, new Map(fields));
+    for (const [key, mark] of snapshot.marks) this.marks.set(key, mark);
+    this.sweep();
+  }
+
+  private keep(spec: CounterSpec, counter: Counter, now: number): void {
+    counter.expiresAt = now + spec.windowMs + EXPIRY_GRACE_MS;
+    this.counters.set(spec.key, counter);
+  }
+
+  private setField(key: string, field: string, value: string | undefined): void {
+    let fields = this.hashes.get(key);
+    if (value === undefined) {
+      fields?.delete(field);
+      if (fields?.size === 0) this.hashes.delete(key);
+      return;
+    }
+    if (!fields) this.hashes.set(key, (fields = new Map()));
+    fields.set(field, value);
+  }
+
+  private liveMark(key: string, now: number): Mark | undefined {
+    const mark = this.marks.get(key);
+    if (mark && mark.expiresAt <= now) {
+      this.marks.delete(key);
+      return undefined;
+    }
+    return mark;
   }
 
   private pruned(key: string, cutoff: number, now: number): Counter {
@@ -93,6 +207,9 @@ export class MemoryStore implements CounterStore {
     const now = this.clock();
     for (const [key, counter] of this.counters) {
       if (counter.expiresAt <= now) this.counters.delete(key);
+    }
+    for (const [key, mark] of this.marks) {
+      if (mark.expiresAt <= now) this.marks.delete(key);
     }
   }
 }

@@ -1,5 +1,8 @@
 import Redis, { Cluster, type RedisOptions } from "ioredis";
-import type { ClaimOutcome, CounterOutcome, CounterSpec, CounterStore, StoreState } from "./counterStore";
+import type {
+  AdmissionStore, ClaimOutcome, CounterOutcome, CounterSpec, ReleaseSpec, StoreState,
+  SuppressionCheck, SuppressionOutcome, SuppressionWrite,
+} from "./admissionStore";
 import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
 import { StoreUnavailableError } from "../errors";
@@ -9,7 +12,13 @@ type RedisClient = Redis | Cluster;
 /** The scripts this store calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
 interface ScriptCommands {
   sendgateClaim(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  sendgateRecord(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  sendgateRelease(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
+  sendgateSuppression(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string | number, string | number]>;
 }
+
+/** Bulk writes go out in slices, so a 10,000-entry import never builds one giant batch. */
+const WRITE_SLICE = 1000;
 
 export interface RedisStoreOptions {
   url?: string;
@@ -49,7 +58,7 @@ function createClient(options: RedisStoreOptions): RedisClient {
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
 }
 
-export class RedisStore implements CounterStore {
+export class RedisStore implements AdmissionStore {
   readonly kind: "redis" | "redis-cluster";
   readonly remote = true;
   readonly client: RedisClient;
@@ -64,6 +73,9 @@ export class RedisStore implements CounterStore {
     this.connectGraceMs = options.connectGraceMs ?? 3000;
     this.client = createClient(options);
     this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
+    this.client.defineCommand("sendgateRecord", { lua: luaScript("record") });
+    this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
+    this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
     this.client.on("ready", () => {
       this.everReady = true;
@@ -82,8 +94,45 @@ export class RedisStore implements CounterStore {
     const args: (string | number)[] = specs.map((s) => s.key);
     args.push(member);
     for (const s of specs) args.push(s.windowMs, s.max);
-    const reply = await (this.client as unknown as ScriptCommands).sendgateClaim(specs.length, ...args);
+    const reply = await this.scripts.sendgateClaim(specs.length, ...args);
     return parseClaimReply(reply, specs.length);
+  }
+
+  async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {
+    await this.usable();
+    const reply = await this.scripts.sendgateRecord(specs.length, ...specs.map((s) => s.key), member, ...specs.map((s) => s.windowMs));
+    return reply.slice(1).map(Number);
+  }
+
+  async release(member: string, claims: readonly ReleaseSpec[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    await this.usable();
+    return Number(await this.scripts.sendgateRelease(claims.length, ...claims.map((c) => c.key), member, ...claims.map((c) => c.kind)));
+  }
+
+  async checkSuppression(check: SuppressionCheck): Promise<SuppressionOutcome> {
+    await this.usable();
+    const keys = check.markKey === undefined ? [check.listKey] : [check.listKey, check.markKey];
+    const [kind, a, b] = await this.scripts.sendgateSuppression(keys.length, ...keys, check.channel, check.member, check.markWindowMs);
+    if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
+    if (kind === 2) return { kind: "duplicate", firstMember: String(a), retryAfterMs: Math.max(0, Number(b)) };
+    return { kind: "clear", marked: Number(a) === 1 };
+  }
+
+  async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
+    await this.usable();
+    for (let from = 0; from < writes.length; from += WRITE_SLICE) {
+      const slice = writes.slice(from, from + WRITE_SLICE);
+      await Promise.all(slice.flatMap((w) => w.entry === undefined
+        ? [this.client.hdel(w.listKey, w.field), this.client.hdel(w.indexKey, w.indexField)]
+        : [this.client.hset(w.listKey, w.field, w.entry), this.client.hset(w.indexKey, w.indexField, w.entry)]));
+    }
+  }
+
+  async listSuppressions(indexKey: string, cursor: string, count: number): Promise<{ cursor: string; entries: string[] }> {
+    await this.usable();
+    const [next, flat] = await this.client.hscan(indexKey, cursor, "COUNT", count);
+    return { cursor: next, entries: flat.filter((_, i) => i % 2 === 1) };
   }
 
   state(): StoreState {
@@ -113,6 +162,10 @@ export class RedisStore implements CounterStore {
     });
     await Promise.race([ended, late]);
     clearTimeout(timer);
+  }
+
+  private get scripts(): ScriptCommands {
+    return this.client as unknown as ScriptCommands;
   }
 
   /** Waits for the first connection (bounded); afterwards a down store fails at once. */

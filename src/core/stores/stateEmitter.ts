@@ -1,4 +1,4 @@
-import type { StoreState } from "./counterStore";
+import type { StoreState } from "./admissionStore";
 
 /** Holds a store's connection state and tells listeners when it changes. */
 export class StateHolder {
