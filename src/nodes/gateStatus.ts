@@ -1,5 +1,5 @@
 import type { Node, NodeStatusFill, NodeStatusShape } from "node-red";
-import type { StoreState } from "../core/stores/counterStore";
+import type { StoreState } from "../core/stores/admissionStore";
 
 const REFRESH_MS = 250;
 const RECENT_MS = 10_000;
