@@ -1,0 +1,10 @@
+export { PgRuleSource, DEFAULT_RULES_TABLE, type PgRuleSourceOptions } from "./pgRuleSource";
+export { PgRuleRepository, type InvalidRow, type RemovedRule, type RuleListing, type SqlQueryable, type UpdatedRule } from "./pgRuleRepository";
+export { RuleCache, DEFAULT_RULES_RETRY_MS, DEFAULT_RULES_TTL_MS, type RuleCacheOptions, type RuleLoader, type RulesState } from "./ruleCache";
+export { RedisInvalidationBus, rulesChangedChannel, type RedisInvalidationBusOptions } from "./redisInvalidationBus";
+export type { BusEvent, InvalidationBus, RuleChange } from "./invalidationBus";
+export { migrateRulesTable, migrationStatements } from "./migration";
+export { createRulesPool, type RulesPoolOptions } from "./pgPool";
+export { rulesTable, rulesTableProblem, type RulesTable } from "./tableName";
+export { RuleConflictError, RulesUnavailableError } from "./errors";
+export type { StoredRule } from "./ruleRow";
