@@ -16,7 +16,8 @@ export function urlWithPassword(url: string, password: string | undefined): stri
   if (!password) return url;
   const parsed = new URL(url);
   if (parsed.password !== "" || parsed.hostname === "") return url;
-  parsed.password = password;
+  // the setter leaves "%" raw, which pg would then decode: encode it all ourselves
+  parsed.password = encodeURIComponent(password);
   return parsed.toString();
 }
 
