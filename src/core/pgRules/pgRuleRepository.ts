@@ -114,10 +114,9 @@ export class PgRuleRepository {
 
   /** Replaces the rule (org, id) with `input` (PUT); null when there is no such rule. */
   async update(org: string, id: string, input: unknown): Promise<UpdatedRule | null> {
-    if (typeof input === "object" && input !== null && "id" in input && (input as { id: unknown }).id !== id) {
-      throw new RuleValidationError([`id: must be "${id}", the id of the rule being updated`]);
-    }
-    const rule = this.checkedWrite(org, { ...(input as object), id });
+    const given = ruleObject(input);
+    if ("id" in given && given.id !== id) throw new RuleValidationError([`id: must be "${id}", the id of the rule being updated`]);
+    const rule = this.checkedWrite(org, { ...given, id });
     const { rows } = await this.options.db.query<RuleRow & { previous_channel: string }>(
       `WITH previous AS (
          SELECT channel FROM ${this.options.table.sql} WHERE org = $2 AND id = $1 FOR UPDATE
@@ -146,10 +145,7 @@ export class PgRuleRepository {
 
   /** The rule with defaults, or a RuleValidationError naming every problem; the org comes from the path. */
   private checkedWrite(org: string, input: unknown): CapRule {
-    if (typeof input !== "object" || input === null || Array.isArray(input)) {
-      throw new RuleValidationError(["rule: must be an object"]);
-    }
-    const given = input as CapRuleInput;
+    const given = ruleObject(input);
     if (given.org !== undefined && given.org !== org) {
       throw new RuleValidationError([`org: must be "${org}", the org the rule is written to`]);
     }
@@ -186,6 +182,11 @@ export class PgRuleRepository {
     this.warned.set(key, text);
     this.options.warn(`frequency cap row ${rowLabel(row)} in ${this.options.table.display} skipped: ${text}`);
   }
+}
+
+function ruleObject(input: unknown): CapRuleInput {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) throw new RuleValidationError(["rule: must be an object"]);
+  return input as CapRuleInput;
 }
 
 function writeValues(org: string, rule: CapRule): unknown[] {

@@ -84,6 +84,10 @@ describe("core/pgRules: PgRuleRepository (real PostgreSQL)", () => {
     });
     await assert.rejects(repo.create("acme", { id: "x", org: "globex", scope: "global", max_count: 1, window_seconds: 1 }), /org: must be "acme"/);
     await assert.rejects(repo.update("acme", "x", { id: "y", scope: "global", max_count: 1, window_seconds: 1 }), /id: must be "x"/);
+    for (const notARule of [null, [], "rule", 3]) {
+      await assert.rejects(repo.create("acme", notARule), /rule: must be an object/);
+      await assert.rejects(repo.update("acme", "x", notARule), /rule: must be an object/);
+    }
     await repo.create("acme", { id: "dup", scope: "global", max_count: 1, window_seconds: 1 });
     await assert.rejects(repo.create("acme", { id: "dup", scope: "global", max_count: 1, window_seconds: 1 }), RuleConflictError);
     assert.equal((await repo.list("acme")).rules.length, 1);
