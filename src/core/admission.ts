@@ -1,4 +1,5 @@
 import type { CapDecision } from "./capEngine";
+import type { SuppressionDecision } from "./suppression/suppressionEngine";
 
 export type AdmissionStatus = "allowed" | "skipped" | "deferred";
 export type AdmissionReason =
@@ -8,20 +9,23 @@ export type AdmissionReason =
 /** What a gate took for a msg, so a later refusal (or `release`) can give it back. */
 export interface AdmissionClaim {
   gate: string;
-  kind: "cap";
+  /** a slot in cap counters, or a duplicate-content mark */
+  kind: "cap" | "dup";
   /** id of the cap-config whose store holds it */
   config: string;
   store: string;
   member: string;
   keys: string[];
-  cap_ids: string[];
+  cap_ids?: string[];
   at: string;
 }
 
 export interface TrailEntry {
   gate: string;
-  status: AdmissionStatus;
+  status: AdmissionStatus | "released" | "recorded";
   reason?: AdmissionReason;
+  /** claims of earlier gates given back because this gate refused the msg */
+  refunded?: number;
   at: string;
 }
 
@@ -44,6 +48,8 @@ export interface Admission {
   window_seconds?: number;
   max_count?: number;
   remaining?: number;
+  duplicate_of?: string;
+  suppression?: { channel: string; reason?: string; at?: string };
   error?: AdmissionError;
   claims: AdmissionClaim[];
   trail: TrailEntry[];
@@ -68,7 +74,7 @@ export interface CapGateContext {
   now: Date;
 }
 
-function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[] } {
+export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[] } {
   const prev = (typeof previous === "object" && previous !== null ? previous : {}) as Partial<Admission>;
   return {
     claims: Array.isArray(prev.claims) ? [...prev.claims] : [],
@@ -76,7 +82,7 @@ function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEnt
   };
 }
 
-function seconds(ms: number | null): number | null {
+export function seconds(ms: number | null): number | null {
   return ms === null ? null : Math.max(1, Math.ceil(ms / 1000));
 }
 
@@ -136,6 +142,52 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       };
     }
   }
+}
+
+/** The msg.admission the suppression-gate writes for its decision. */
+export function suppressionAdmission(decision: SuppressionDecision, previous: unknown, ctx: CapGateContext): Admission {
+  const { claims, trail } = carried(previous);
+  const at = ctx.now.toISOString();
+  const base = { gate: ctx.gate, claims, trail };
+  switch (decision.kind) {
+    case "fail_open":
+      trail.push({ gate: ctx.gate, status: "allowed", reason: "fail_open", at });
+      return { status: "allowed", reason: "fail_open", ...base };
+    case "clear":
+      if (decision.markKey !== undefined) {
+        claims.push({ gate: ctx.gate, kind: "dup", config: ctx.configId, store: ctx.storeKind, member: decision.member, keys: [decision.markKey], at });
+      }
+      trail.push({ gate: ctx.gate, status: "allowed", at });
+      return { status: "allowed", ...base };
+    case "opted_out": {
+      const suppression = {
+        channel: decision.entry.channel,
+        ...(decision.entry.reason !== undefined ? { reason: decision.entry.reason } : {}),
+        ...(decision.entry.at !== undefined ? { at: decision.entry.at } : {}),
+      };
+      trail.push({ gate: ctx.gate, status: "skipped", reason: "opted_out", at });
+      return {
+        status: "skipped", reason: "opted_out", ...base, channel: ctx.channel, suppression,
+        error: { code: ERROR_CODES.opted_out, message: `recipient is on the block list for ${suppression.channel === "*" ? "every channel" : suppression.channel}`, details: { channel: ctx.channel, suppression } },
+      };
+    }
+    case "duplicate": {
+      const retry = seconds(decision.retryAfterMs);
+      trail.push({ gate: ctx.gate, status: "skipped", reason: "duplicate_content", at });
+      return {
+        status: "skipped", reason: "duplicate_content", ...base, channel: ctx.channel, duplicate_of: decision.firstMember,
+        retry_after_seconds: retry,
+        error: { code: ERROR_CODES.duplicate_content, message: `the same content already went to this recipient on ${ctx.channel} (${decision.firstMember})`, details: { channel: ctx.channel, duplicate_of: decision.firstMember, retry_after_seconds: retry } },
+      };
+    }
+  }
+}
+
+/** After a refusal gave back earlier gates' claims: they are no longer held, and the trail says how many. */
+export function markRefunded(admission: Admission, refunded: number): void {
+  admission.claims = [];
+  const last = admission.trail[admission.trail.length - 1];
+  if (last) last.refunded = refunded;
 }
 
 /** The HTTP reply of a refused send (SPEC §3 HTTP mode), for an `http response` node. */

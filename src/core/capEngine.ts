@@ -1,25 +1,21 @@
 import { applicableCaps, type ApplicableCap } from "./applicableCaps";
 import { StoreUnavailableError } from "./errors";
-import { FailOpenReporter } from "./failOpenReporter";
 import { recipientToken } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
-import { StoreGuard } from "./storeGuard";
-import type { ClaimOutcome, AdmissionStore } from "./stores/admissionStore";
+import type { StoreAccess } from "./storeAccess";
+import type { ClaimOutcome, CounterSpec } from "./stores/admissionStore";
 
-export type FailMode = "open" | "closed";
+export type { FailMode } from "./storeAccess";
 
 export interface CapEngineOptions {
-  store: AdmissionStore;
+  access: StoreAccess;
   /** the rules in force for a send; sync so the hot path never waits on a lookup */
   rules: () => readonly CapRule[];
   keyPrefix: string;
   exemptTiers: readonly string[];
-  failMode: FailMode;
-  timeoutMs: number;
   /** set: keys hold an HMAC of the recipient, never the address */
   hmacSecret?: string;
-  warn: (text: string) => void;
 }
 
 export interface BlockingCap {
@@ -37,12 +33,10 @@ export type CapDecision =
 
 /** Decides one send against every applicable cap with a single atomic store claim. */
 export class CapEngine {
-  readonly guard: StoreGuard;
-  readonly failOpen: FailOpenReporter;
+  constructor(private readonly options: CapEngineOptions) {}
 
-  constructor(private readonly options: CapEngineOptions) {
-    this.guard = new StoreGuard({ timeoutMs: options.timeoutMs });
-    this.failOpen = new FailOpenReporter(options.warn);
+  isExempt(send: Send): boolean {
+    return send.tier !== undefined && this.options.exemptTiers.includes(send.tier);
   }
 
   capsFor(send: Send): ApplicableCap[] {
@@ -51,24 +45,29 @@ export class CapEngine {
   }
 
   async claim(send: Send): Promise<CapDecision> {
-    if (send.tier !== undefined && this.options.exemptTiers.includes(send.tier)) return { kind: "exempt" };
+    if (this.isExempt(send)) return { kind: "exempt" };
     const caps = this.capsFor(send);
-    const specs = caps.map((c) => ({ key: c.key, windowMs: c.windowMs, max: c.max }));
-    let outcome: ClaimOutcome;
-    try {
-      const store = this.options.store;
-      if (caps.length === 0) outcome = { allowed: true, nowMs: Date.now(), counters: [] };
-      else if (store.remote) outcome = await this.guard.run(() => store.claim(send.messageId, specs));
-      else outcome = await store.claim(send.messageId, specs);
-    } catch (err) {
-      const failure = err as StoreUnavailableError;
-      if (this.options.failMode === "closed") throw failure;
-      this.failOpen.report(send.org, send.channel, failure.message);
-      return { kind: "fail_open", error: failure };
-    }
+    if (caps.length === 0) return { kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, member: send.messageId };
+    const specs = counterSpecs(caps);
+    const outcome = await this.options.access.decide(send.org, send.channel, (store) => store.claim(send.messageId, specs));
+    if (outcome instanceof StoreUnavailableError) return { kind: "fail_open", error: outcome };
     if (outcome.allowed) return { kind: "allowed", caps, outcome, member: send.messageId };
     return blockedDecision(caps, outcome);
   }
+
+  /** record mode: count the send in every applicable cap without checking (idempotent). */
+  async record(send: Send): Promise<{ caps: ApplicableCap[]; counts: number[] } | StoreUnavailableError | "exempt"> {
+    if (this.isExempt(send)) return "exempt";
+    const caps = this.capsFor(send);
+    if (caps.length === 0) return { caps, counts: [] };
+    const specs = counterSpecs(caps);
+    const counts = await this.options.access.decide(send.org, send.channel, (store) => store.record(send.messageId, specs));
+    return counts instanceof StoreUnavailableError ? counts : { caps, counts };
+  }
+}
+
+function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
+  return caps.map((c) => ({ key: c.key, windowMs: c.windowMs, max: c.max }));
 }
 
 function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecision {

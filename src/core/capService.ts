@@ -1,12 +1,17 @@
+import type { AdmissionClaim } from "./admission";
 import { CapEngine } from "./capEngine";
 import { readCapSettings, type CapSettings, type RawCapSettings } from "./capSettings";
+import { releaseClaims } from "./claims";
 import { ConfigError, RuleValidationError } from "./errors";
 import type { CapRule } from "./rules";
 import type { SendRules } from "./send";
 import { validateRules } from "./schema/validateRules";
+import { StoreAccess } from "./storeAccess";
 import type { AdmissionStore } from "./stores/admissionStore";
+import { loadSnapshot, saveSnapshot } from "./stores/memoryPersistence";
 import { MemoryStore } from "./stores/memoryStore";
 import { RedisStore } from "./stores/redisStore";
+import { SuppressionEngine } from "./suppression/suppressionEngine";
 
 export interface CapSecrets {
   redisPassword?: string;
@@ -18,8 +23,24 @@ export interface CapLog {
   error(text: string): void;
 }
 
-function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog): AdmissionStore {
-  if (settings.store === "memory") return new MemoryStore();
+export interface CapServiceEnvironment {
+  /** where a memory store keeps its state between deploys and restarts; none = not kept */
+  memoryStateFile?: string;
+}
+
+function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment): AdmissionStore {
+  if (settings.store === "memory") {
+    const store = new MemoryStore();
+    if (env.memoryStateFile) {
+      try {
+        const saved = loadSnapshot(env.memoryStateFile);
+        if (saved) store.restore(saved);
+      } catch (err) {
+        log.warn(`memory store: could not restore ${env.memoryStateFile}: ${(err as Error).message}`);
+      }
+    }
+    return store;
+  }
   let lastError = "";
   return new RedisStore({
     url: settings.redisUrl,
@@ -34,11 +55,13 @@ function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog): A
 }
 
 /**
- * What one cap-config owns: checked settings, validated rules, the counter
- * store and the engine that claims in it. Knows nothing of Node-RED.
+ * What one cap-config owns: checked settings, validated rules, the store and
+ * the engines that work in it. Knows nothing of Node-RED.
  */
 export class CapService {
+  readonly access: StoreAccess;
   readonly engine: CapEngine;
+  readonly suppression: SuppressionEngine;
   readonly sendRules: SendRules;
 
   private constructor(
@@ -47,22 +70,23 @@ export class CapService {
     readonly store: AdmissionStore,
     secrets: CapSecrets,
     log: CapLog,
+    private readonly env: CapServiceEnvironment,
   ) {
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
+    this.access = new StoreAccess(store, settings.failMode, settings.timeoutMs, (text) => log.warn(text));
+    const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
     this.engine = new CapEngine({
-      store,
+      access: this.access,
       rules: () => this.rules,
       keyPrefix: settings.keyPrefix,
       exemptTiers: settings.exemptTiers,
-      failMode: settings.failMode,
-      timeoutMs: settings.timeoutMs,
-      ...(settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {}),
-      warn: (text) => log.warn(text),
+      ...hmac,
     });
+    this.suppression = new SuppressionEngine({ access: this.access, keyPrefix: settings.keyPrefix, ...hmac });
   }
 
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */
-  static create(raw: RawCapSettings, secrets: CapSecrets, log: CapLog): CapService {
+  static create(raw: RawCapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment = {}): CapService {
     const { settings, problems } = readCapSettings(raw);
     if (settings.hashRecipients && !secrets.hmacSecret) problems.push("hmacSecret: hashRecipients needs the HMAC secret credential");
     let rules: CapRule[] = [];
@@ -73,10 +97,20 @@ export class CapService {
       problems.push(...err.problems);
     }
     if (problems.length > 0) throw new ConfigError(problems);
-    return new CapService(settings, rules, createStore(settings, secrets, log), secrets, log);
+    return new CapService(settings, rules, createStore(settings, secrets, log, env), secrets, log, env);
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  isExempt(tier: string | undefined): boolean {
+    return tier !== undefined && this.settings.exemptTiers.includes(tier);
+  }
+
+  /** Gives back claims this service's store holds (a refusal later in the chain, or release mode). */
+  release(claims: readonly AdmissionClaim[]): Promise<number> {
+    return releaseClaims(this.access, claims);
+  }
+
+  async close(): Promise<void> {
+    if (this.store instanceof MemoryStore && this.env.memoryStateFile) saveSnapshot(this.env.memoryStateFile, this.store.snapshot());
+    await this.store.close();
   }
 }

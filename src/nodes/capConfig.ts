@@ -1,4 +1,6 @@
+import { join } from "node:path";
 import type { Node, NodeAPI, NodeDef } from "node-red";
+import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
 import { CapService } from "../core/capService";
 import type { RawCapSettings } from "../core/capSettings";
 
@@ -21,10 +23,11 @@ export default function register(RED: NodeAPI): void {
   function CapConfig(this: CapConfigNode, def: CapConfigDef): void {
     RED.nodes.createNode(this, def);
     try {
+      const userDir = (RED.settings as { userDir?: string }).userDir;
       this.service = CapService.create(def, this.credentials ?? {}, {
         warn: (text) => this.warn(text),
         error: (text) => this.error(text),
-      });
+      }, userDir ? { memoryStateFile: join(userDir, "sendgate", `memory-store-${this.id}.json`) } : {});
     } catch (err) {
       this.problem = err as Error;
       this.error((err as Error).message);
@@ -39,6 +42,8 @@ export default function register(RED: NodeAPI): void {
       });
     });
   }
+
+  registerSuppressionRoutes(RED);
 
   RED.nodes.registerType<CapConfigNode, CapConfigDef, Record<string, never>, CapCredentials>("cap-config", CapConfig, {
     credentials: {

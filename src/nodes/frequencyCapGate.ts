@@ -1,12 +1,16 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from "node-red";
-import { capAdmission, httpRefusal, type Admission } from "../core/admission";
-import { parseSend } from "../core/send";
+import { capAdmission, carried } from "../core/admission";
+import { parseSend, type Send } from "../core/send";
+import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
+import { prepareRefusal, type AdmittedMsg } from "./refusal";
+import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
 
 const GATE = "frequency-cap-gate";
-const MODES = ["claim"] as const;
+const MODES = ["claim", "record", "release"] as const;
+type Mode = (typeof MODES)[number];
 
 export type FrequencyCapGateDef = NodeDef & FieldProps & {
   config?: string;
@@ -15,16 +19,15 @@ export type FrequencyCapGateDef = NodeDef & FieldProps & {
   httpResponse?: boolean | string;
 };
 
-type Send = (msg: NodeMessage | (NodeMessage | null)[]) => void;
+type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
 type Done = (err?: Error) => void;
-type AdmittedMsg = NodeMessageInFlow & { admission?: Admission; statusCode?: number; headers?: Record<string, string> };
 
 export default function register(RED: NodeAPI): void {
   function FrequencyCapGate(this: Node, def: FrequencyCapGateDef): void {
     RED.nodes.createNode(this, def);
     const node = this;
     const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
-    const mode = def.mode || "claim";
+    const mode = (def.mode || "claim") as Mode;
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     const reader = new SendReader(RED, node, def);
     const status = new GateStatus(node, config?.service?.store.kind ?? "store");
@@ -39,33 +42,62 @@ export default function register(RED: NodeAPI): void {
     const unsubscribe = config?.service?.store.onStateChange((state) => status.storeState(state));
     if (config?.service) status.storeState(config.service.store.state());
 
-    async function admit(msg: AdmittedMsg, send: Send): Promise<void> {
-      const service = config?.service;
-      if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
-      const sendData = parseSend(await reader.read(msg), service.sendRules);
+    async function readSend(msg: AdmittedMsg, service: CapService): Promise<Send> {
+      return parseSend(await reader.read(msg), service.sendRules);
+    }
+
+    async function claim(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {
+      const sendData = await readSend(msg, service);
       const decision = await service.engine.claim(sendData);
       const admission = capAdmission(decision, msg.admission, {
-        gate: GATE, configId: config.id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
+        gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
       });
-      msg.admission = admission;
       if (admission.status === "allowed") {
+        msg.admission = admission;
         if (decision.kind === "fail_open") status.failOpen();
         else status.allowed();
         send([msg, null, null]);
         return;
       }
-      status.skipped();
-      if (httpResponse) {
-        const reply = httpRefusal(admission);
-        msg.statusCode = reply.statusCode;
-        msg.headers = { ...(msg.headers ?? {}), ...reply.headers };
-        msg.payload = reply.payload;
-      }
+      await prepareRefusal({ RED, node, gate: GATE, service, status, httpResponse }, msg, admission, sendData.tier);
       send([null, msg, null]);
     }
 
-    node.on("input", (msg: NodeMessageInFlow, send: Send, done: Done) => {
-      admit(msg as AdmittedMsg, send).then(
+    async function record(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {
+      const sendData = await readSend(msg, service);
+      const result = await service.engine.record(sendData);
+      const { claims, trail } = carried(msg.admission);
+      const at = new Date().toISOString();
+      if (result instanceof Error) {
+        status.failOpen();
+        trail.push({ gate: GATE, status: "recorded", reason: "fail_open", at });
+      } else {
+        status.allowed();
+        trail.push({ gate: GATE, status: "recorded", ...(result === "exempt" ? { reason: "exempt" as const } : {}), at });
+      }
+      msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims, trail };
+      send([msg, null, null]);
+    }
+
+    async function release(msg: AdmittedMsg, send: SendFn): Promise<void> {
+      const { claims, trail } = carried(msg.admission);
+      const { refunded, kept } = await refundClaims(RED, node, claims);
+      trail.push({ gate: GATE, status: "released", refunded, at: new Date().toISOString() });
+      msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims: kept, trail };
+      status.allowed();
+      send([msg, null, null]);
+    }
+
+    async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
+      const service = config?.service;
+      if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
+      if (mode === "record") return record(msg, send, service);
+      if (mode === "release") return release(msg, send);
+      return claim(msg, send, service);
+    }
+
+    node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
+      handle(msg as AdmittedMsg, send).then(
         () => done(),
         (err: Error) => {
           status.error(err.message.slice(0, 60));

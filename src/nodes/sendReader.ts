@@ -3,9 +3,15 @@ import type { RawSend } from "../core/send";
 
 /** The §2 fields a gate reads, each a TypedInput pair `<field>` / `<field>Type` (SPEC §11). */
 export const SEND_FIELDS = [
-  "recipient", "channel", "category", "tier", "messageId", "org", "attributes", "recipientLimits",
+  "recipient", "channel", "category", "tier", "messageId", "org", "attributes", "recipientLimits", "body",
 ] as const;
 export type SendField = (typeof SEND_FIELDS)[number];
+
+/** Where a field is read from when the node does not say: msg.<field>, except the body. */
+const DEFAULT_PATH: Partial<Record<SendField, string>> = { body: "payload" };
+
+/** The raw send plus what gates beyond the cap gate read (the body, for duplicate content). */
+export type RawGateInput = RawSend & { body?: unknown };
 
 export type FieldProps = Partial<Record<SendField | `${SendField}Type`, string>>;
 
@@ -28,17 +34,18 @@ function fieldReader(RED: NodeAPI, node: Node, value: string, type: string): Rea
 export class SendReader {
   private readonly readers: [SendField, Reader][];
 
-  constructor(RED: NodeAPI, node: Node, props: FieldProps) {
-    this.readers = SEND_FIELDS.map((field) => {
+  constructor(RED: NodeAPI, node: Node, props: FieldProps, fields: readonly SendField[] = SEND_FIELDS.filter((f) => f !== "body")) {
+    this.readers = fields.map((field) => {
       const type = props[`${field}Type`] || "msg";
       // a msg path left blank means the default path; a blank string or env value stays blank
       const given = props[field];
-      const value = given === undefined || (given === "" && type === "msg") ? field : given;
+      const fallback = DEFAULT_PATH[field] ?? field;
+      const value = given === undefined || (given === "" && type === "msg") ? fallback : given;
       return [field, fieldReader(RED, node, value, type)];
     });
   }
 
-  async read(msg: NodeMessage): Promise<RawSend> {
+  async read(msg: NodeMessage): Promise<RawGateInput> {
     const raw: Record<string, unknown> = {};
     for (const [field, reader] of this.readers) {
       try {
@@ -48,6 +55,6 @@ export class SendReader {
       }
     }
     raw.fallbackMessageId = msg._msgid;
-    return raw as unknown as RawSend;
+    return raw as unknown as RawGateInput;
   }
 }

@@ -1,0 +1,99 @@
+import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from "node-red";
+import { suppressionAdmission } from "../core/admission";
+import type { CapService } from "../core/capService";
+import { parseSend } from "../core/send";
+import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
+import type { CapConfigNode } from "./capConfig";
+import { GateStatus } from "./gateStatus";
+import { prepareRefusal, type AdmittedMsg } from "./refusal";
+import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
+
+const GATE = "suppression-gate";
+const CONTROL_TOPICS = ["suppress", "unsuppress"];
+
+export type SuppressionGateDef = NodeDef & FieldProps & {
+  config?: string;
+  duplicateWindow?: number | string;
+  httpResponse?: boolean | string;
+};
+
+type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
+type Done = (err?: Error) => void;
+
+function windowSeconds(value: unknown): number | Error {
+  if (value === undefined || value === "") return 86400;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 0 ? n : new Error(`duplicateWindow: must be whole seconds >= 0 (0 = off), got ${JSON.stringify(value)}`);
+}
+
+export default function register(RED: NodeAPI): void {
+  function SuppressionGate(this: Node, def: SuppressionGateDef): void {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
+    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
+    const duplicateWindow = windowSeconds(def.duplicateWindow);
+    const reader = new SendReader(RED, node, def, SEND_FIELDS);
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+
+    const problem = !config
+      ? new Error("config: no cap-config selected")
+      : config.problem ?? (duplicateWindow instanceof Error ? duplicateWindow : undefined);
+    if (problem) status.broken(problem.message.slice(0, 80));
+    const unsubscribe = config?.service?.store.onStateChange((state) => status.storeState(state));
+    if (config?.service) status.storeState(config.service.store.state());
+
+    /** A control msg changes the block list and goes no further: it is not a send. */
+    async function control(msg: AdmittedMsg, service: CapService): Promise<void> {
+      const raw = await reader.read(msg);
+      const entry = parseSuppressionEntry({
+        recipient: raw.recipient, channel: raw.channel, org: raw.org, reason: (msg as { reason?: unknown }).reason,
+      }, service.sendRules, new Date());
+      if (msg.topic === "suppress") await service.suppression.suppress([entry]);
+      else await service.suppression.unsuppress([entry]);
+      status.listed(msg.topic === "suppress" ? 1 : -1);
+    }
+
+    async function admit(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {
+      const raw = await reader.read(msg);
+      const sendData = parseSend(raw, service.sendRules);
+      const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number);
+      const admission = suppressionAdmission(decision, msg.admission, {
+        gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
+      });
+      if (admission.status === "allowed") {
+        msg.admission = admission;
+        if (decision.kind === "fail_open") status.failOpen();
+        else status.allowed();
+        send([msg, null]);
+        return;
+      }
+      await prepareRefusal({ RED, node, gate: GATE, service, status, httpResponse }, msg, admission, sendData.tier);
+      send([null, msg]);
+    }
+
+    async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
+      const service = config?.service;
+      if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
+      if (typeof msg.topic === "string" && CONTROL_TOPICS.includes(msg.topic)) return control(msg, service);
+      return admit(msg, send, service);
+    }
+
+    node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
+      handle(msg as AdmittedMsg, send).then(
+        () => done(),
+        (err: Error) => {
+          status.error(err.message.slice(0, 60));
+          done(err);
+        },
+      );
+    });
+
+    node.on("close", () => {
+      unsubscribe?.();
+      status.stop();
+    });
+  }
+
+  RED.nodes.registerType(GATE, SuppressionGate);
+}
