@@ -12,6 +12,8 @@ export interface RuleCacheOptions {
   ttlMs?: number;
   /** during an outage, how long after an attempt the next access of a key tries again (1 s) */
   retryMs?: number;
+  /** how many (org, channel) keys are kept; the oldest is dropped past it (10 000): orgs come from msgs */
+  maxKeys?: number;
   /** told once when an outage starts and once when it ends */
   warn: (text: string) => void;
   now?: () => number;
@@ -19,6 +21,7 @@ export interface RuleCacheOptions {
 
 /** The cache entry of one (org, channel). */
 interface Slot {
+  org: string;
   rules: readonly CapRule[] | undefined;
   loadedAt: number;
   /** false once invalidated: the rules are only a fallback until reloaded */
@@ -32,6 +35,11 @@ interface Slot {
 
 export const DEFAULT_RULES_TTL_MS = 30_000;
 export const DEFAULT_RULES_RETRY_MS = 1_000;
+export const DEFAULT_RULES_MAX_KEYS = 10_000;
+
+function keyOf(org: string, channel: string): string {
+  return `${org}\u0000${channel}`;
+}
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -45,16 +53,19 @@ function message(err: unknown): string {
  * after `retryMs`; the first successful load ends the outage.
  */
 export class RuleCache {
-  private readonly orgs = new Map<string, Map<string, Slot>>();
+  /** by (org, channel), oldest first */
+  private readonly slots = new Map<string, Slot>();
   private readonly listeners = new Set<(state: RulesState) => void>();
   private current: RulesState = "ok";
   private readonly ttlMs: number;
   private readonly retryMs: number;
+  private readonly maxKeys: number;
   private readonly now: () => number;
 
   constructor(private readonly options: RuleCacheOptions) {
     this.ttlMs = options.ttlMs ?? DEFAULT_RULES_TTL_MS;
     this.retryMs = options.retryMs ?? DEFAULT_RULES_RETRY_MS;
+    this.maxKeys = Math.max(1, options.maxKeys ?? DEFAULT_RULES_MAX_KEYS);
     this.now = options.now ?? Date.now;
   }
 
@@ -76,25 +87,24 @@ export class RuleCache {
 
   /** The fresh rules of (org, channel) if cached, without loading. */
   peek(org: string, channel: string): readonly CapRule[] | undefined {
-    const slot = this.orgs.get(org)?.get(channel);
+    const slot = this.slots.get(keyOf(org, channel));
     return slot && this.isFresh(slot, this.now()) ? slot.rules : undefined;
   }
 
   /** Forgets (org, channel), or every channel of the org for `"*"` (a global rule changed); the next get reloads. */
   invalidate(org: string, channel: string): void {
-    const slots = this.orgs.get(org);
-    if (!slots) return;
     if (channel === "*") {
-      for (const slot of slots.values()) this.expire(slot);
+      // a global write is rare: a scan is cheaper than an index kept on every send
+      for (const slot of this.slots.values()) if (slot.org === org) this.expire(slot);
     } else {
-      const slot = slots.get(channel);
+      const slot = this.slots.get(keyOf(org, channel));
       if (slot) this.expire(slot);
     }
   }
 
   /** Forgets every key (e.g. after invalidation messages may have been missed). */
   invalidateAll(): void {
-    for (const slots of this.orgs.values()) for (const slot of slots.values()) this.expire(slot);
+    for (const slot of this.slots.values()) this.expire(slot);
   }
 
   state(): RulesState {
@@ -118,18 +128,19 @@ export class RuleCache {
   }
 
   private slot(org: string, channel: string): Slot {
-    let slots = this.orgs.get(org);
-    if (!slots) {
-      slots = new Map();
-      this.orgs.set(org, slots);
-    }
-    let slot = slots.get(channel);
+    const key = keyOf(org, channel);
+    let slot = this.slots.get(key);
     if (!slot) {
+      if (this.slots.size >= this.maxKeys) {
+        const oldest = this.slots.keys().next().value;
+        if (oldest !== undefined) this.slots.delete(oldest); // a load still running for it lands in the dropped slot
+      }
       slot = {
+        org,
         rules: undefined, loadedAt: 0, valid: false, attemptedAt: Number.NEGATIVE_INFINITY,
         lastError: undefined, inflight: undefined, generation: 0,
       };
-      slots.set(channel, slot);
+      this.slots.set(key, slot);
     }
     return slot;
   }

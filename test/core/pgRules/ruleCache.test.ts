@@ -97,6 +97,17 @@ describe("core/pgRules: RuleCache over a real PostgreSQL", () => {
     assert.equal((await c.get("acme", "email")).find((r) => r.id === "all-9")?.max_count, 2);
   });
 
+  it("keeps at most maxKeys keys, dropping the oldest", async () => {
+    const c = new RuleCache({ load: (org, channel) => repo.rulesFor(org, channel), maxKeys: 2, warn: (t) => warnings.push(t) });
+    await c.get("acme", "sms");
+    await c.get("acme", "email");
+    await c.get("globex", "sms");
+    assert.equal(c.peek("acme", "sms"), undefined);
+    assert.ok(c.peek("acme", "email") && c.peek("globex", "sms"));
+    await c.get("acme", "sms");
+    assert.equal(repo.loadCount, 4);
+  });
+
   it("does not keep as fresh a load that was running when the key was invalidated", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => {
