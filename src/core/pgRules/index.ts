@@ -1,6 +1,6 @@
 export { PgRuleSource, DEFAULT_RULES_TABLE, type PgRuleSourceOptions } from "./pgRuleSource";
 export { PgRuleRepository, type InvalidRow, type RemovedRule, type RuleListing, type SqlQueryable, type UpdatedRule } from "./pgRuleRepository";
-export { RuleCache, DEFAULT_RULES_RETRY_MS, DEFAULT_RULES_TTL_MS, type RuleCacheOptions, type RuleLoader, type RulesState } from "./ruleCache";
+export { RuleCache, DEFAULT_RULES_MAX_KEYS, DEFAULT_RULES_RETRY_MS, DEFAULT_RULES_TTL_MS, type RuleCacheOptions, type RuleLoader, type RulesState } from "./ruleCache";
 export { RedisInvalidationBus, rulesChangedChannel, type RedisInvalidationBusOptions } from "./redisInvalidationBus";
 export type { BusEvent, InvalidationBus, RuleChange } from "./invalidationBus";
 export { migrateRulesTable, migrationStatements } from "./migration";

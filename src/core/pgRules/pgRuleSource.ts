@@ -19,6 +19,7 @@ export interface PgRuleSourceOptions {
   knownChannels?: readonly string[];
   ttlMs?: number;
   retryMs?: number;
+  maxKeys?: number;
   /** carries changes to the other instances; owned (closed) by the source. Without it only this instance learns of writes. */
   bus?: InvalidationBus;
   /** how long a write waits for the bus before giving up on telling the others (1 s; they catch up within the TTL) */
@@ -47,6 +48,7 @@ export class PgRuleSource {
       warn: options.warn,
       ...(options.ttlMs !== undefined ? { ttlMs: options.ttlMs } : {}),
       ...(options.retryMs !== undefined ? { retryMs: options.retryMs } : {}),
+      ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}),
     });
     this.unsubscribe = options.bus?.subscribe((event) => {
       if (event.kind === "resync") this.cache.invalidateAll();
