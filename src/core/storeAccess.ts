@@ -12,6 +12,8 @@ export type FailMode = "open" | "closed";
  */
 export class StoreAccess {
   readonly guard: StoreGuard;
+  /** block-list edits and listings: bulk work, off the send path, with a timeout of its own */
+  private readonly adminGuard = new StoreGuard({ timeoutMs: 30_000 });
   readonly failOpen: FailOpenReporter;
 
   constructor(readonly store: AdmissionStore, readonly failMode: FailMode, timeoutMs: number, warn: (text: string) => void) {
@@ -21,6 +23,10 @@ export class StoreAccess {
 
   call<T>(work: (store: AdmissionStore) => Promise<T>): Promise<T> {
     return this.store.remote ? this.guard.run(() => work(this.store)) : work(this.store);
+  }
+
+  callAdmin<T>(work: (store: AdmissionStore) => Promise<T>): Promise<T> {
+    return this.store.remote ? this.adminGuard.run(() => work(this.store)) : work(this.store);
   }
 
   /** For a send path: the store's answer, or the failure when the fail mode is open (thrown when closed). */

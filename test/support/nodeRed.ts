@@ -2,6 +2,7 @@ import helper from "node-red-node-test-helper";
 import type { Node, NodeMessage } from "node-red";
 import capConfig from "../../src/nodes/capConfig";
 import frequencyCapGate from "../../src/nodes/frequencyCapGate";
+import suppressionGate from "../../src/nodes/suppressionGate";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const catchNode = require("@node-red/nodes/core/common/25-catch.js");
@@ -9,7 +10,7 @@ const catchNode = require("@node-red/nodes/core/common/25-catch.js");
 helper.init(require.resolve("node-red"));
 
 export { helper };
-export const gateNodes = [capConfig, frequencyCapGate, catchNode];
+export const gateNodes = [capConfig, frequencyCapGate, suppressionGate, catchNode];
 
 /** A flow node must carry z, x, y or the runtime takes it for a config node. */
 export function flowNode<T extends Record<string, unknown>>(props: T): T & { z: string; x: number; y: number } {

@@ -66,7 +66,7 @@ export class SuppressionEngine {
 
   /** One page of the org's block list; cursor "0" starts, and comes back at the end. */
   async list(org: string, cursor: string, count: number): Promise<{ cursor: string; entries: SuppressionEntry[] }> {
-    const page = await this.options.access.call((store) => store.listSuppressions(blockListIndexKey(this.options.keyPrefix, org), cursor, count));
+    const page = await this.options.access.callAdmin((store) => store.listSuppressions(blockListIndexKey(this.options.keyPrefix, org), cursor, count));
     return { cursor: page.cursor, entries: page.entries.map((json) => JSON.parse(json) as SuppressionEntry) };
   }
 
@@ -82,6 +82,6 @@ export class SuppressionEngine {
         ...(add ? { entry: JSON.stringify(stored) } : {}),
       };
     });
-    return this.options.access.call((store) => store.writeSuppressions(writes));
+    return this.options.access.callAdmin((store) => store.writeSuppressions(writes));
   }
 }
