@@ -10,8 +10,8 @@ export type { FailMode } from "./storeAccess";
 
 export interface CapEngineOptions {
   access: StoreAccess;
-  /** the rules in force for a send; sync so the hot path never waits on a lookup */
-  rules: () => readonly CapRule[];
+  /** the rules in force for a send's (org, channel); synchronous whenever they are at hand */
+  rules: (org: string, channel: string) => readonly CapRule[] | Promise<readonly CapRule[]>;
   keyPrefix: string;
   exemptTiers: readonly string[];
   /** set: keys hold an HMAC of the recipient, never the address */
@@ -31,6 +31,19 @@ export type CapDecision =
   | { kind: "capped"; blocking: BlockingCap[]; retryAfterMs: number | null }
   | { kind: "fail_open"; error: StoreUnavailableError };
 
+export interface CapUsage {
+  cap_id: string;
+  name?: string;
+  scope: "channel" | "global";
+  channel: string;
+  applies_to_categories: string[];
+  window_seconds: number;
+  max_count: number;
+  count: number;
+  remaining: number;
+  retry_after_seconds: number | null;
+}
+
 /** Decides one send against every applicable cap with a single atomic store claim. */
 export class CapEngine {
   constructor(private readonly options: CapEngineOptions) {}
@@ -39,14 +52,26 @@ export class CapEngine {
     return send.tier !== undefined && this.options.exemptTiers.includes(send.tier);
   }
 
-  capsFor(send: Send): ApplicableCap[] {
+  capsFor(send: Send, rules: readonly CapRule[]): ApplicableCap[] {
     const recipient = recipientToken(send.recipient, this.options.hmacSecret);
-    return applicableCaps(this.options.rules(), send, this.options.keyPrefix, recipient);
+    return applicableCaps(rules, send, this.options.keyPrefix, recipient);
+  }
+
+  /** The rules of a send, or the fail mode's answer when they cannot be had (thrown when closed). */
+  async rulesOf(send: Send): Promise<readonly CapRule[] | StoreUnavailableError> {
+    try {
+      const rules = this.options.rules(send.org, send.channel);
+      return Array.isArray(rules) ? rules : await rules;
+    } catch (err) {
+      return this.options.access.failed(send.org, send.channel, err);
+    }
   }
 
   async claim(send: Send): Promise<CapDecision> {
     if (this.isExempt(send)) return { kind: "exempt" };
-    const caps = this.capsFor(send);
+    const rules = await this.rulesOf(send);
+    if (rules instanceof StoreUnavailableError) return { kind: "fail_open", error: rules };
+    const caps = this.capsFor(send, rules);
     if (caps.length === 0) return { kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, member: send.messageId };
     const specs = counterSpecs(caps);
     const outcome = await this.options.access.decide(send.org, send.channel, (store) => store.claim(send.messageId, specs));
@@ -55,10 +80,40 @@ export class CapEngine {
     return blockedDecision(caps, outcome);
   }
 
+  /**
+   * How full every cap of a recipient on (org, channel) is: its channel's caps
+   * and the global ones, whatever their category or match, read only.
+   */
+  async usage(send: Send): Promise<CapUsage[]> {
+    const rules = await this.rulesOf(send);
+    if (rules instanceof StoreUnavailableError) throw rules;
+    const all = rules.map((rule) => ({ ...rule, applies_to_categories: [], match: {} }));
+    const caps = this.capsFor(send, all);
+    const counters = await this.options.access.callAdmin((store) => store.inspect(counterSpecs(caps)));
+    return caps.map((cap, i) => {
+      const original = rules.find((r) => r.id === cap.rule.id) as CapRule;
+      const counter = counters[i] as { count: number; retryAfterMs: number | null; full: boolean };
+      return {
+        cap_id: cap.rule.id,
+        ...(cap.rule.name !== undefined ? { name: cap.rule.name } : {}),
+        scope: cap.rule.scope,
+        channel: cap.rule.channel,
+        applies_to_categories: original.applies_to_categories,
+        window_seconds: cap.rule.window_seconds,
+        max_count: cap.max,
+        count: counter.count,
+        remaining: Math.max(0, cap.max - counter.count),
+        retry_after_seconds: counter.full ? (counter.retryAfterMs === null ? null : Math.max(1, Math.ceil(counter.retryAfterMs / 1000))) : 0,
+      };
+    });
+  }
+
   /** record mode: count the send in every applicable cap without checking (idempotent). */
   async record(send: Send): Promise<{ caps: ApplicableCap[]; counts: number[] } | StoreUnavailableError | "exempt"> {
     if (this.isExempt(send)) return "exempt";
-    const caps = this.capsFor(send);
+    const rules = await this.rulesOf(send);
+    if (rules instanceof StoreUnavailableError) return rules;
+    const caps = this.capsFor(send, rules);
     if (caps.length === 0) return { caps, counts: [] };
     const specs = counterSpecs(caps);
     const counts = await this.options.access.decide(send.org, send.channel, (store) => store.record(send.messageId, specs));

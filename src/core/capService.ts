@@ -11,10 +11,15 @@ import type { AdmissionStore } from "./stores/admissionStore";
 import { loadSnapshot, saveSnapshot } from "./stores/memoryPersistence";
 import { MemoryStore } from "./stores/memoryStore";
 import { RedisStore } from "./stores/redisStore";
+import Redis, { Cluster } from "ioredis";
+import { PostgresRules } from "./pgRules/postgresRules";
+import { RedisInvalidationBus } from "./pgRules/redisInvalidationBus";
+import { InlineRules, type RulesProvider } from "./rulesProvider";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
 
 export interface CapSecrets {
   redisPassword?: string;
+  pgPassword?: string;
   hmacSecret?: string;
 }
 
@@ -54,6 +59,33 @@ function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, en
   });
 }
 
+/** Another connection to the store's Redis (pub/sub needs its own), for rule changes between instances. */
+function redisConnector(settings: CapSettings, secrets: CapSecrets): (() => Redis | Cluster) | undefined {
+  if (settings.store === "memory") return undefined;
+  const options = { ...(secrets.redisPassword ? { password: secrets.redisPassword } : {}), maxRetriesPerRequest: 1 };
+  if (settings.store === "redis-cluster") {
+    const nodes = settings.redisNodes.map((hostPort) => {
+      const [host, port] = hostPort.split(":");
+      return { host: host || "127.0.0.1", port: Number(port || 6379) };
+    });
+    return () => new Cluster(nodes, { redisOptions: options });
+  }
+  return () => new Redis(settings.redisUrl, options);
+}
+
+function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog): RulesProvider {
+  if (settings.rulesSource === "inline") return new InlineRules(rules);
+  const connect = redisConnector(settings, secrets);
+  return new PostgresRules(() => ({
+    url: settings.pgUrl,
+    table: settings.pgTable,
+    knownChannels: settings.channels,
+    warn: (text) => log.warn(text),
+    ...(secrets.pgPassword ? { password: secrets.pgPassword } : {}),
+    ...(connect ? { bus: new RedisInvalidationBus({ connect, keyPrefix: settings.keyPrefix, onError: (err) => log.warn(`rule change bus: ${err.message}`) }) } : {}),
+  }));
+}
+
 /**
  * What one cap-config owns: checked settings, validated rules, the store and
  * the engines that work in it. Knows nothing of Node-RED.
@@ -66,7 +98,7 @@ export class CapService {
 
   private constructor(
     readonly settings: CapSettings,
-    readonly rules: CapRule[],
+    readonly rules: RulesProvider,
     readonly store: AdmissionStore,
     secrets: CapSecrets,
     log: CapLog,
@@ -77,7 +109,7 @@ export class CapService {
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
     this.engine = new CapEngine({
       access: this.access,
-      rules: () => this.rules,
+      rules: (org, channel) => this.rules.rulesFor(org, channel),
       keyPrefix: settings.keyPrefix,
       exemptTiers: settings.exemptTiers,
       ...hmac,
@@ -91,13 +123,13 @@ export class CapService {
     if (settings.hashRecipients && !secrets.hmacSecret) problems.push("hmacSecret: hashRecipients needs the HMAC secret credential");
     let rules: CapRule[] = [];
     try {
-      rules = validateRules(settings.rules, settings.channels);
+      if (settings.rulesSource === "inline") rules = validateRules(settings.rules, settings.channels);
     } catch (err) {
       if (!(err instanceof RuleValidationError)) throw err;
       problems.push(...err.problems);
     }
     if (problems.length > 0) throw new ConfigError(problems);
-    return new CapService(settings, rules, createStore(settings, secrets, log, env), secrets, log, env);
+    return new CapService(settings, createRules(settings, rules, secrets, log), createStore(settings, secrets, log, env), secrets, log, env);
   }
 
   isExempt(tier: string | undefined): boolean {
@@ -111,6 +143,6 @@ export class CapService {
 
   async close(): Promise<void> {
     if (this.store instanceof MemoryStore && this.env.memoryStateFile) saveSnapshot(this.env.memoryStateFile, this.store.snapshot());
-    await this.store.close();
+    await Promise.all([this.store.close(), this.rules.close()]);
   }
 }

@@ -1,6 +1,7 @@
 import { channelList } from "./channels";
 import type { FailMode } from "./capEngine";
 import { keyPrefixProblem } from "./keys";
+import { rulesTableProblem } from "./pgRules/tableName";
 
 export type StoreKind = "memory" | "redis" | "redis-cluster";
 export type RulesSource = "inline" | "postgres";
@@ -13,6 +14,8 @@ export interface RawCapSettings {
   keyPrefix?: unknown;
   rulesSource?: unknown;
   rules?: unknown;
+  pgUrl?: unknown;
+  pgTable?: unknown;
   defaultOrg?: unknown;
   failMode?: unknown;
   timeoutMs?: unknown;
@@ -30,6 +33,8 @@ export interface CapSettings {
   rulesSource: RulesSource;
   /** unvalidated: validateRules checks them with the channel list */
   rules: unknown;
+  pgUrl: string;
+  pgTable: string;
   defaultOrg: string;
   failMode: FailMode;
   timeoutMs: number;
@@ -93,6 +98,8 @@ export function readCapSettings(raw: RawCapSettings): { settings: CapSettings; p
     keyPrefix,
     rulesSource: oneOf("rulesSource", raw.rulesSource, ["inline", "postgres"] as const, "inline", problems),
     rules: parsedRules(raw.rules, problems),
+    pgUrl: typeof raw.pgUrl === "string" && raw.pgUrl !== "" ? raw.pgUrl : "postgres://127.0.0.1:5432/postgres",
+    pgTable: typeof raw.pgTable === "string" && raw.pgTable !== "" ? raw.pgTable : "frequency_caps",
     defaultOrg,
     failMode: oneOf("failMode", raw.failMode, ["open", "closed"] as const, "open", problems),
     timeoutMs: Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : 50,
@@ -102,7 +109,8 @@ export function readCapSettings(raw: RawCapSettings): { settings: CapSettings; p
     channels: channelList(stringList("channels", raw.channels, [], problems)),
   };
   if (settings.rulesSource === "postgres") {
-    problems.push("rulesSource: postgres is not available in this version; use inline rules");
+    const tableProblem = rulesTableProblem(settings.pgTable);
+    if (tableProblem) problems.push(tableProblem);
   }
   return { settings, problems };
 }

@@ -34,10 +34,15 @@ export class StoreAccess {
     try {
       return await this.call(work);
     } catch (err) {
-      const failure = err instanceof StoreUnavailableError ? err : new StoreUnavailableError("error", (err as Error).message, err);
-      if (this.failMode === "closed") throw failure;
-      this.failOpen.report(org, channel, failure.message);
-      return failure;
+      return this.failed(org, channel, err);
     }
+  }
+
+  /** Applies the fail mode to a failure on a send path (the store, or the rules it needs). */
+  failed(org: string, channel: string, err: unknown): StoreUnavailableError {
+    const failure = err instanceof StoreUnavailableError ? err : new StoreUnavailableError("error", (err as Error).message, err);
+    if (this.failMode === "closed") throw failure;
+    this.failOpen.report(org, channel, failure.message);
+    return failure;
   }
 }

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { Node, NodeAPI, NodeDef } from "node-red";
+import { registerCapRoutes } from "./adminApi/capRoutes";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
 import { CapService } from "../core/capService";
 import type { RawCapSettings } from "../core/capSettings";
@@ -43,6 +44,7 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
+  registerCapRoutes(RED);
   registerSuppressionRoutes(RED);
 
   RED.nodes.registerType<CapConfigNode, CapConfigDef, Record<string, never>, CapCredentials>("cap-config", CapConfig, {

@@ -39,8 +39,7 @@ export default function register(RED: NodeAPI): void {
         : undefined);
     if (problem) status.broken(problem.message.slice(0, 80));
 
-    const unsubscribe = config?.service?.store.onStateChange((state) => status.storeState(state));
-    if (config?.service) status.storeState(config.service.store.state());
+    const unsubscribe = config?.service ? status.watch(config.service) : undefined;
 
     async function readSend(msg: AdmittedMsg, service: CapService): Promise<Send> {
       return parseSend(await reader.read(msg), service.sendRules);

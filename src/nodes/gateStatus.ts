@@ -1,4 +1,6 @@
 import type { Node, NodeStatusFill, NodeStatusShape } from "node-red";
+import type { CapService } from "../core/capService";
+import type { RulesProviderState } from "../core/rulesProvider";
 import type { StoreState } from "../core/stores/admissionStore";
 
 const REFRESH_MS = 250;
@@ -14,6 +16,7 @@ export class GateStatus {
   private lastError = "";
   private lastErrorAt = 0;
   private store: StoreState = "ready";
+  private rules: RulesProviderState = "ok";
   private timer: NodeJS.Timeout | undefined;
   /** a fixed problem that outranks every count until redeploy */
   private brokenText: string | undefined;
@@ -27,6 +30,19 @@ export class GateStatus {
   /** block-list changes made through control msgs: +1 suppress, -1 unsuppress */
   listed(change: number): void { this.counts.listed += change; this.schedule(); }
   storeState(state: StoreState): void { this.store = state; this.schedule(); }
+  rulesState(state: RulesProviderState): void { this.rules = state; this.schedule(); }
+
+  /** Follows the store's and the rules' health; returns what stops following. */
+  watch(service: CapService): () => void {
+    this.store = service.store.state();
+    this.rules = service.rules.state();
+    const stops = [
+      service.store.onStateChange((state) => this.storeState(state)),
+      service.rules.onStateChange((state) => this.rulesState(state)),
+    ];
+    this.schedule();
+    return () => stops.forEach((stop) => stop());
+  }
 
   /** A fixed problem (bad config) that no msg can clear. */
   broken(text: string): void {
@@ -60,6 +76,10 @@ export class GateStatus {
     if (this.store !== "ready") {
       parts.push(`${this.storeLabel} ${this.store}`);
       fill = this.store === "down" ? "red" : "yellow";
+      shape = "ring";
+    } else if (this.rules !== "ok") {
+      parts.push(this.rules === "stale" ? "rules db down: last rules serve" : "rules unavailable");
+      fill = this.rules === "stale" ? "yellow" : "red";
       shape = "ring";
     } else if (now - this.lastFailOpen < RECENT_MS) {
       fill = "yellow";

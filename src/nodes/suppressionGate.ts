@@ -40,8 +40,7 @@ export default function register(RED: NodeAPI): void {
       ? new Error("config: no cap-config selected")
       : config.problem ?? (duplicateWindow instanceof Error ? duplicateWindow : undefined);
     if (problem) status.broken(problem.message.slice(0, 80));
-    const unsubscribe = config?.service?.store.onStateChange((state) => status.storeState(state));
-    if (config?.service) status.storeState(config.service.store.state());
+    const unsubscribe = config?.service ? status.watch(config.service) : undefined;
 
     /** A control msg changes the block list and goes no further: it is not a send. */
     async function control(msg: AdmittedMsg, service: CapService): Promise<void> {

@@ -68,6 +68,8 @@ export interface AdmissionStore {
   readonly remote: boolean;
   /** Atomic check-and-claim of every counter: all or nothing (SPEC §5). */
   claim(member: string, counters: readonly CounterSpec[]): Promise<ClaimOutcome>;
+  /** Read-only: each counter's count in its window and the wait until it has a free slot (null: free now, or never with max 0). */
+  inspect(counters: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]>;
   /** Adds the member to every counter without checking; idempotent. Returns the counts. */
   record(member: string, counters: readonly CounterSpec[]): Promise<number[]>;
   /** Gives back the member's claims in one atomic step; returns how many were held. */

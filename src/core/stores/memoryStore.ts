@@ -80,6 +80,17 @@ export class MemoryStore implements AdmissionStore {
     return { allowed: !blocked, nowMs: Math.floor(now), counters: outcomes };
   }
 
+  async inspect(specs: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]> {
+    const now = this.clock();
+    return specs.map((spec) => {
+      const counter = this.counters.get(spec.key);
+      const live = counter && counter.expiresAt > now ? counter.entries.filter((e) => e.score > now - spec.windowMs) : [];
+      const full = live.length >= spec.max;
+      const last = full && spec.max > 0 ? live[live.length - spec.max] : undefined;
+      return { count: live.length, full, retryAfterMs: last ? Math.max(0, Math.ceil(last.score + spec.windowMs - now)) : null };
+    });
+  }
+
   async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {
     const now = this.clock();
     return specs.map((spec) => {

@@ -12,6 +12,7 @@ type RedisClient = Redis | Cluster;
 /** The scripts this store calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
 interface ScriptCommands {
   sendgateClaim(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  sendgateUsage(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
   sendgateRecord(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
   sendgateRelease(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   sendgateSuppression(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string | number, string | number]>;
@@ -74,6 +75,7 @@ export class RedisStore implements AdmissionStore {
     this.client = createClient(options);
     this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
     this.client.defineCommand("sendgateRecord", { lua: luaScript("record") });
+    this.client.defineCommand("sendgateUsage", { lua: luaScript("usage") });
     this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
@@ -96,6 +98,16 @@ export class RedisStore implements AdmissionStore {
     for (const s of specs) args.push(s.windowMs, s.max);
     const reply = await this.scripts.sendgateClaim(specs.length, ...args);
     return parseClaimReply(reply, specs.length);
+  }
+
+  async inspect(specs: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]> {
+    if (specs.length === 0) return [];
+    await this.usable();
+    const reply = await this.scripts.sendgateUsage(specs.length, ...specs.map((s) => s.key), ...specs.flatMap((s) => [s.windowMs, s.max]));
+    return specs.map((_, i) => {
+      const retry = Number(reply[2 + i * 2]);
+      return { count: Number(reply[1 + i * 2]), retryAfterMs: retry >= 0 ? retry : null, full: retry !== -1 };
+    });
   }
 
   async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {

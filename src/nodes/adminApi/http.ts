@@ -1,6 +1,6 @@
 import type { NodeAPI } from "node-red";
 import type { CapService } from "../../core/capService";
-import { SendFieldError } from "../../core/errors";
+import { SendFieldError, StoreUnavailableError } from "../../core/errors";
 import type { CapConfigNode } from "../capConfig";
 
 /** The slice of express's request and response the admin routes use. */
@@ -59,7 +59,9 @@ export function route(handler: (req: AdminRequest) => Promise<{ status?: number;
     handler(req).then(
       (result) => res.status(result.status ?? 200).json(result.body),
       (err: Error) => {
-        const status = err instanceof HttpError ? err.status : err instanceof SendFieldError ? 400 : 500;
+        const status = err instanceof HttpError ? err.status
+          : err instanceof SendFieldError ? 400
+            : err instanceof StoreUnavailableError ? 503 : 500;
         res.status(status).json({ error: err.message, ...(err instanceof HttpError && err.details ? { details: err.details } : {}) });
       },
     );

@@ -1,0 +1,26 @@
+-- Read-only: how full each cap's counter is for one recipient (admin usage, SPEC §7).
+-- KEYS[i]    counter of cap i
+-- ARGV[2i-1] window of cap i, ms
+-- ARGV[2i]   effective max of cap i
+-- Returns { now_ms, then per cap: count in window, retry_ms (-1 a slot is free, -2 never frees) }
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local out = { math.floor(now) }
+for i = 1, #KEYS do
+  local window = tonumber(ARGV[2 * i - 1])
+  local max = tonumber(ARGV[2 * i])
+  local cutoff = '(' .. tostring(now - window)
+  local count = redis.call('ZCOUNT', KEYS[i], cutoff, '+inf')
+  local retry = -1
+  if count >= max then
+    if max <= 0 then
+      retry = -2
+    else
+      local entry = redis.call('ZRANGEBYSCORE', KEYS[i], cutoff, '+inf', 'WITHSCORES', 'LIMIT', count - max, 1)
+      retry = math.max(0, math.ceil(tonumber(entry[2]) + window - now))
+    end
+  end
+  out[#out + 1] = count
+  out[#out + 1] = retry
+end
+return out

@@ -1,0 +1,79 @@
+import type { CapRule } from "../rules";
+import type { RulesProvider, RulesProviderState } from "../rulesProvider";
+import { StateHolderOf } from "../stores/stateEmitter";
+import { RulesUnavailableError } from "./errors";
+import { PgRuleSource, type PgRuleSourceOptions } from "./pgRuleSource";
+
+const RETRY_OPEN_MS = [1000, 2000, 5000, 10_000, 30_000];
+
+/**
+ * Rules from PostgreSQL for a cap-config. Opening (connect + migration) may
+ * fail at deploy when the database is down: it is retried in the background,
+ * and until it succeeds every send's rules are unavailable (the fail mode
+ * decides), with one warning per outage.
+ */
+export class PostgresRules implements RulesProvider {
+  readonly source = "postgres" as const;
+  private pgSource: PgRuleSource | undefined;
+  private readonly firstAttempt: Promise<void>;
+  private readonly stateHolder = new StateHolderOf<RulesProviderState>("unavailable");
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private attempts = 0;
+  private lastError = "";
+
+  constructor(private readonly options: () => PgRuleSourceOptions) {
+    this.firstAttempt = this.open();
+  }
+
+  /** The open source, for the admin API; throws while PostgreSQL has not been reached. */
+  get ruleSource(): PgRuleSource {
+    if (!this.pgSource) throw new RulesUnavailableError(`rules database not reachable yet${this.lastError ? `: ${this.lastError}` : ""}`);
+    return this.pgSource;
+  }
+
+  rulesFor(org: string, channel: string): readonly CapRule[] | Promise<readonly CapRule[]> {
+    const source = this.pgSource;
+    if (source) return source.peek(org, channel) ?? source.rulesFor(org, channel);
+    return this.firstAttempt.then(() => this.ruleSource.rulesFor(org, channel));
+  }
+
+  state(): RulesProviderState {
+    return this.stateHolder.get();
+  }
+
+  onStateChange(listener: (state: RulesProviderState) => void): () => void {
+    return this.stateHolder.subscribe(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.firstAttempt;
+    await this.pgSource?.close();
+  }
+
+  private async open(): Promise<void> {
+    const options = this.options();
+    try {
+      const source = await PgRuleSource.open(options);
+      if (this.closed) {
+        await source.close();
+        return;
+      }
+      this.pgSource = source;
+      if (this.attempts > 0) options.warn("rules database reached: caps from PostgreSQL are in force again");
+      this.stateHolder.set(source.state());
+      source.onStateChange((state) => this.stateHolder.set(state));
+    } catch (err) {
+      this.lastError = (err as Error).message;
+      if (this.attempts === 0) options.warn(`rules database not reachable (${this.lastError}); retrying, the fail mode decides sends meanwhile`);
+      const delay = RETRY_OPEN_MS[Math.min(this.attempts, RETRY_OPEN_MS.length - 1)] as number;
+      this.attempts++;
+      if (!this.closed) {
+        this.retryTimer = setTimeout(() => { void this.open(); }, delay);
+        this.retryTimer.unref();
+      }
+    }
+  }
+}
