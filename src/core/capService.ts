@@ -15,6 +15,9 @@ import Redis, { Cluster } from "ioredis";
 import { PostgresRules } from "./pgRules/postgresRules";
 import { RedisInvalidationBus } from "./pgRules/redisInvalidationBus";
 import { InlineRules, type RulesProvider } from "./rulesProvider";
+import type { PgRuleSource } from "./pgRules/pgRuleSource";
+import { rulesTable } from "./pgRules/tableName";
+import { PgSuppressions } from "./suppression/pgSuppressions";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
 
 export interface CapSecrets {
@@ -73,7 +76,20 @@ function redisConnector(settings: CapSettings, secrets: CapSecrets): (() => Redi
   return () => new Redis(settings.redisUrl, options);
 }
 
-function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog): RulesProvider {
+/**
+ * PostgreSQL also keeps the block list: its table is made beside the rules
+ * table and written through from then on; its rows are read into the store in
+ * the background, so a large list does not hold up the first sends.
+ */
+async function attachDurableBlockList(source: PgRuleSource, settings: CapSettings, suppression: SuppressionEngine, log: CapLog): Promise<void> {
+  const durable = await PgSuppressions.open(source.pool, rulesTable(settings.pgTable));
+  suppression.attachMirror(durable);
+  void (async () => {
+    for await (const page of durable.all()) await suppression.restore(page);
+  })().catch((err: Error) => log.warn(`reading the block list from PostgreSQL: ${err.message}`));
+}
+
+function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog, suppression: SuppressionEngine): RulesProvider {
   if (settings.rulesSource === "inline") return new InlineRules(rules);
   const connect = redisConnector(settings, secrets);
   return new PostgresRules(() => ({
@@ -83,7 +99,7 @@ function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecret
     warn: (text) => log.warn(text),
     ...(secrets.pgPassword ? { password: secrets.pgPassword } : {}),
     ...(connect ? { bus: new RedisInvalidationBus({ connect, keyPrefix: settings.keyPrefix, onError: (err) => log.warn(`rule change bus: ${err.message}`) }) } : {}),
-  }));
+  }), (source) => attachDurableBlockList(source, settings, suppression, log));
 }
 
 /**
@@ -96,9 +112,11 @@ export class CapService {
   readonly suppression: SuppressionEngine;
   readonly sendRules: SendRules;
 
+  readonly rules: RulesProvider;
+
   private constructor(
     readonly settings: CapSettings,
-    readonly rules: RulesProvider,
+    inlineRules: CapRule[],
     readonly store: AdmissionStore,
     secrets: CapSecrets,
     log: CapLog,
@@ -114,7 +132,10 @@ export class CapService {
       exemptTiers: settings.exemptTiers,
       ...hmac,
     });
-    this.suppression = new SuppressionEngine({ access: this.access, keyPrefix: settings.keyPrefix, ...hmac });
+    this.suppression = new SuppressionEngine({
+      access: this.access, keyPrefix: settings.keyPrefix, mirrored: settings.rulesSource === "postgres", ...hmac,
+    });
+    this.rules = createRules(settings, inlineRules, secrets, log, this.suppression);
   }
 
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */
@@ -129,7 +150,7 @@ export class CapService {
       problems.push(...err.problems);
     }
     if (problems.length > 0) throw new ConfigError(problems);
-    return new CapService(settings, createRules(settings, rules, secrets, log), createStore(settings, secrets, log, env), secrets, log, env);
+    return new CapService(settings, rules, createStore(settings, secrets, log, env), secrets, log, env);
   }
 
   isExempt(tier: string | undefined): boolean {

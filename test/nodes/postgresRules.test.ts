@@ -16,6 +16,7 @@ describe("rulesSource postgres: caps from PostgreSQL, admin API, live invalidati
 
   before(async () => {
     pool = testPool();
+    helper.settings({ userDir: undefined }); // no memory-store file: what survives a redeploy here came from PostgreSQL
     await helper.startServer();
   });
   after(async () => {
@@ -130,6 +131,37 @@ describe("rulesSource postgres: caps from PostgreSQL, admin API, live invalidati
     assert.ok((two?.retry_after_seconds ?? 0) > 3500);
     assert.deepEqual([mkt?.count, mkt?.remaining, mkt?.retry_after_seconds], [1, 4, 0]);
     assert.equal((await api().get("/frequency-cap/cfg0/usage").query({ channel: "sms" })).status, 400);
+  });
+
+  it("writes the block list through to the suppressions table and reads it back into a fresh store", async () => {
+    await deployGateFlow({ store: "memory", config: pgConfig(), rules: [] });
+    await waitForTable();
+    let posted = 0;
+    for (let i = 0; i < 50 && posted !== 201; i++) {
+      posted = (await api().post("/frequency-cap/cfg0/suppressions").send([{ recipient: "pg-bob", channel: "sms", reason: "STOP" }, { recipient: "pg-eve" }])).status;
+      if (posted !== 201) await sleep(50);
+    }
+    assert.equal(posted, 201);
+    const { rows } = await pool.query(`SELECT org, channel, recipient, reason FROM "${schema}".suppressions ORDER BY recipient`);
+    assert.deepEqual(rows, [
+      { org: "acme", channel: "sms", recipient: "pg-bob", reason: "STOP" },
+      { org: "acme", channel: "*", recipient: "pg-eve", reason: null },
+    ]);
+    assert.equal((await api().delete("/frequency-cap/cfg0/suppressions").query({ recipient: "pg-eve", channel: "*" })).status, 200);
+    assert.equal((await pool.query(`SELECT 1 FROM "${schema}".suppressions`)).rowCount, 1);
+
+    await helper.unload();
+    const fresh = await deployGateFlow({
+      store: "memory", config: pgConfig(), rules: [],
+      gate: { type: "suppression-gate", wires: [["allowed"], ["skipped"]] },
+    });
+    await sleep(300); // the load from PostgreSQL after the cap-config reached it
+    await sendInOrder(fresh, [
+      { recipient: "pg-bob", channel: "sms", messageId: "1", payload: "a" },
+      { recipient: "pg-eve", channel: "sms", messageId: "2", payload: "b" },
+    ]);
+    assert.deepEqual(fresh.out.of("skipped").map((m) => (m.admission as { reason: string }).reason), ["opted_out"]);
+    assert.deepEqual(fresh.out.of("allowed").map((m) => m.recipient), ["pg-eve"]);
   });
 
   it("keeps serving the cached rules while PostgreSQL is down, says so, and recovers", async function () {

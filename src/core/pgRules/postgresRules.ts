@@ -22,7 +22,11 @@ export class PostgresRules implements RulesProvider {
   private attempts = 0;
   private lastError = "";
 
-  constructor(private readonly options: () => PgRuleSourceOptions) {
+  constructor(
+    private readonly options: () => PgRuleSourceOptions,
+    /** runs once PostgreSQL is reached (the block list's table and load use the same pool) */
+    private readonly onOpen?: (source: PgRuleSource) => Promise<void>,
+  ) {
     this.firstAttempt = this.open();
   }
 
@@ -60,6 +64,9 @@ export class PostgresRules implements RulesProvider {
       if (this.closed) {
         await source.close();
         return;
+      }
+      if (this.onOpen) {
+        await this.onOpen(source).catch((err: Error) => options.warn(`after reaching the rules database: ${err.message}`));
       }
       this.pgSource = source;
       if (this.attempts > 0) options.warn("rules database reached: caps from PostgreSQL are in force again");

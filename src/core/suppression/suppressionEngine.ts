@@ -7,11 +7,19 @@ import { bodyHash } from "./canonicalJson";
 import type { SuppressionEntry } from "./suppressionEntry";
 import { blockListIndexField, blockListIndexKey, blockListKey, duplicateMarkKey } from "./suppressionKeys";
 
+/** Where the block list is kept durably besides the store (PostgreSQL): written first, read at start. */
+export interface SuppressionMirror {
+  upsert(entries: readonly SuppressionEntry[]): Promise<void>;
+  remove(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[]): Promise<void>;
+}
+
 export interface SuppressionEngineOptions {
   access: StoreAccess;
   keyPrefix: string;
   /** set: keys and stored entries hold an HMAC of the recipient, never the address */
   hmacSecret?: string;
+  /** the block list must also be written to a mirror (PostgreSQL configured): refuse changes until it is attached */
+  mirrored?: boolean;
 }
 
 /** What the block list holds for one listed recipient. */
@@ -33,7 +41,19 @@ function parsedEntry(field: string, json: string): ListedEntry {
 
 /** The suppression-gate's core: block list per (org, channel or "*", recipient) and duplicate content. */
 export class SuppressionEngine {
+  private mirror: SuppressionMirror | undefined;
+
   constructor(private readonly options: SuppressionEngineOptions) {}
+
+  /** From now on every change is written to the mirror first (it holds recipients as stored: HMACs when hashing). */
+  attachMirror(mirror: SuppressionMirror): void {
+    this.mirror = mirror;
+  }
+
+  /** Fills the store with entries read back from the mirror (recipients already as stored). */
+  restore(stored: readonly SuppressionEntry[]): Promise<void> {
+    return this.options.access.callAdmin((store) => store.writeSuppressions(stored.map((e) => this.writeOf(e, true))));
+  }
 
   private token(recipient: string): string {
     return recipientToken(recipient, this.options.hmacSecret);
@@ -70,18 +90,25 @@ export class SuppressionEngine {
     return { cursor: page.cursor, entries: page.entries.map((json) => JSON.parse(json) as SuppressionEntry) };
   }
 
-  private write(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[], add: boolean): Promise<void> {
-    const writes: SuppressionWrite[] = entries.map((entry) => {
-      const recipient = this.token(entry.recipient);
-      const stored = { ...entry, recipient };
-      return {
-        listKey: blockListKey(this.options.keyPrefix, entry.org, recipient),
-        field: entry.channel,
-        indexKey: blockListIndexKey(this.options.keyPrefix, entry.org),
-        indexField: blockListIndexField(entry.channel, recipient),
-        ...(add ? { entry: JSON.stringify(stored) } : {}),
-      };
-    });
-    return this.options.access.callAdmin((store) => store.writeSuppressions(writes));
+  private async write(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[], add: boolean): Promise<void> {
+    const stored = entries.map((entry) => ({ ...entry, recipient: this.token(entry.recipient) }));
+    if (this.options.mirrored && !this.mirror) {
+      throw new StoreUnavailableError("not_ready", "the suppressions table in PostgreSQL is not reachable yet: the block list was not changed");
+    }
+    if (this.mirror) {
+      if (add) await this.mirror.upsert(stored as SuppressionEntry[]);
+      else await this.mirror.remove(stored);
+    }
+    await this.options.access.callAdmin((store) => store.writeSuppressions(stored.map((e) => this.writeOf(e, add))));
+  }
+
+  private writeOf(stored: Pick<SuppressionEntry, "org" | "channel" | "recipient">, add: boolean): SuppressionWrite {
+    return {
+      listKey: blockListKey(this.options.keyPrefix, stored.org, stored.recipient),
+      field: stored.channel,
+      indexKey: blockListIndexKey(this.options.keyPrefix, stored.org),
+      indexField: blockListIndexField(stored.channel, stored.recipient),
+      ...(add ? { entry: JSON.stringify(stored) } : {}),
+    };
   }
 }
