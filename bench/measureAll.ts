@@ -2,12 +2,13 @@ import type Redis from "ioredis";
 import { runGateScenario } from "./gateScenario";
 import type { Completions } from "./load/completions";
 import type { EmbeddedRed } from "./nodeRed/embeddedRed";
+import type { BenchPg } from "./pg/rulesSchema";
 import { runRawScenario } from "./rawScenario";
 import type { RedisEndpoint } from "./redis/endpoint";
 import { countKeys, dropKeys } from "./redis/keys";
-import type { ScenarioVerdicts } from "./report/summary";
+import type { PgComparison, ScenarioVerdicts } from "./report/summary";
 import type { Row } from "./report/table";
-import type { Scenario } from "./scenarios";
+import { inlineTwinName, type Scenario } from "./scenarios";
 import type { BenchSettings } from "./settings";
 
 export interface BenchContext {
@@ -20,12 +21,16 @@ export interface BenchContext {
   settings: BenchSettings;
   /** every key of this run starts with it */
   prefix: string;
+  /** present when a postgres scenario is on the list */
+  pg?: BenchPg;
   progress: (text: string) => void;
 }
 
 export interface Measured {
   rows: Row[];
   verdicts: ScenarioVerdicts[];
+  /** each postgres row against its inline twin of the same run */
+  comparisons: PgComparison[];
 }
 
 /** Runs every scenario through the gate and, beside each redis one, redis-benchmark on the same script. */
@@ -33,11 +38,12 @@ export async function measureAll(ctx: BenchContext, list: readonly Scenario[]): 
   const { settings, prefix, progress } = ctx;
   const rows: Row[] = [];
   const verdicts: ScenarioVerdicts[] = [];
+  const comparisons: PgComparison[] = [];
   const first = list[0];
   if (first) {
     // a young process pauses for JIT and heap growth: one unreported pass keeps that off the first row
     progress(`${first.name}: unreported pass to warm the process`);
-    const pass = await runGateScenario(ctx.red, ctx.completions, first, settings, `${prefix}-prewarm`);
+    const pass = await runGateScenario(ctx.red, ctx.completions, first, settings, `${prefix}-prewarm`, ctx.pg);
     verdicts.push({ scenario: `${first.name} (unreported pass)`, measured: pass.measured, warmup: pass.warmup });
     await dropKeys(ctx.redis, `${prefix}-prewarm`);
   }
@@ -45,7 +51,8 @@ export async function measureAll(ctx: BenchContext, list: readonly Scenario[]): 
     const caps = scenario.rules.length;
     const gatePrefix = `${prefix}-${scenario.name}`;
     progress(`${scenario.name}: ${settings.warmup} warm-up + ${settings.msgs} msgs through the gate`);
-    const gate = await runGateScenario(ctx.red, ctx.completions, scenario, settings, gatePrefix);
+    const gate = await runGateScenario(ctx.red, ctx.completions, scenario, settings, gatePrefix, ctx.pg);
+    if (gate.probe.failedOpen > 0) progress(`${scenario.name}: ${gate.probe.failedOpen} probe msg(s) failed open before the caps were in force (not measured)`);
     verdicts.push({ scenario: scenario.name, measured: gate.measured, warmup: gate.warmup });
     let rawPerSec: number | undefined;
     if (scenario.store === "redis") {
@@ -55,16 +62,30 @@ export async function measureAll(ctx: BenchContext, list: readonly Scenario[]): 
       rawPerSec = (await runRawScenario(ctx.redis, ctx.endpoint, ctx.sha, scenario, settings, `${prefix}-raw-${caps}cap`)).perSec;
     }
     const m = gate.measured;
+    const twinName = inlineTwinName(scenario);
+    const twin = twinName === undefined ? undefined : rows.find((r) => r.scenario === twinName);
+    if (twinName !== undefined) {
+      comparisons.push({
+        scenario: scenario.name,
+        store: scenario.store,
+        caps,
+        ...(twin ? { msgsPerSec: gate.msgsPerSec / twin.msgsPerSec, p50: gate.p50Ms / twin.p50Ms, p99: gate.p99Ms / twin.p99Ms } : {}),
+        ruleLoads: gate.ruleLoads ?? 0,
+        probeFailedOpen: gate.probe.failedOpen,
+      });
+    }
     rows.push({
       scenario: scenario.name,
       store: scenario.store,
+      rules: scenario.rulesSource,
       caps,
       msgsPerSec: gate.msgsPerSec,
       p50Ms: gate.p50Ms,
       p99Ms: gate.p99Ms,
       ...(rawPerSec !== undefined ? { rawPerSec } : {}),
       admittedShare: m.allowed / (m.allowed + m.skipped + m.errors),
+      ...(twin ? { vsInline: gate.msgsPerSec / twin.msgsPerSec } : {}),
     });
   }
-  return { rows, verdicts };
+  return { rows, verdicts, comparisons };
 }

@@ -4,10 +4,12 @@ import { describeMachine } from "./machine";
 import { measureAll } from "./measureAll";
 import { nodeRedVersion } from "./nodeRed/embeddedRed";
 import { startNodeRed, type NodeRedHost } from "./nodeRed/host";
+import { schemaOf } from "./gateScenario";
+import { BenchPg } from "./pg/rulesSchema";
 import { loadClaimScript } from "./redis/claimScript";
 import { endpointOf } from "./redis/endpoint";
 import { countKeys, dropKeys, runPrefix } from "./redis/keys";
-import { loadLine, machineLine, verdictLines } from "./report/summary";
+import { comparisonLines, loadLine, machineLine, verdictLines } from "./report/summary";
 import { markdownTable } from "./report/table";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
@@ -27,26 +29,52 @@ async function main(): Promise<void> {
   redis.on("error", (err: Error) => progress(`redis: ${err.message}`));
   let host: NodeRedHost | undefined;
   let completions: Completions | undefined;
+  let pg: BenchPg | undefined;
   try {
-    // Redis first: without it there is nothing to compare, so fail before starting Node-RED
+    // Redis (and PostgreSQL, when a -pg row is asked for) first: fail before starting Node-RED
     const machine = await describeMachine(redis, nodeRedVersion());
     const sha = await loadClaimScript(redis);
+    if (list.some((s) => s.rulesSource === "postgres")) {
+      pg = await BenchPg.connect(settings.databaseUrl, (err) => progress(`postgres: ${err.message}`));
+    }
+    const postgres = await pg?.version();
     progress("starting Node-RED");
     host = await startNodeRed();
     completions = Completions.install(host.red);
-    const { rows, verdicts } = await measureAll({ red: host.red, completions, redis, endpoint, sha, settings, prefix, progress }, list);
+    const { rows, verdicts, comparisons } = await measureAll(
+      { red: host.red, completions, redis, endpoint, sha, settings, prefix, progress, ...(pg ? { pg } : {}) },
+      list,
+    );
 
-    console.log(machineLine(machine));
+    console.log(machineLine(machine, postgres));
     console.log(loadLine(settings));
     console.log("");
     console.log(markdownTable(rows));
     console.log("");
+    for (const line of comparisonLines(comparisons)) console.log(line);
     for (const line of verdictLines(verdicts)) console.log(line);
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {
     completions?.uninstall();
+    // stops the flows too: the cap-configs' PostgreSQL pools and Redis connections close here
     await host?.stop();
+    if (pg) await cleanUpPg(pg, `${schemaOf(prefix)}_`);
     await cleanUp(redis, prefix);
+  }
+}
+
+/** Drops every schema of this run (each scenario drops its own; this catches an interrupted one) and says how many are left. */
+async function cleanUpPg(pg: BenchPg, schemaPrefix: string): Promise<void> {
+  try {
+    for (const schema of await pg.schemasUnder(schemaPrefix)) await pg.dropSchema(schema);
+    const left = (await pg.schemasUnder(schemaPrefix)).length;
+    console.log(`postgres schemas left under ${schemaPrefix}*: ${left}`);
+    if (left > 0) process.exitCode = 1;
+  } catch (err) {
+    progress(`could not clean up postgres schemas under ${schemaPrefix}*: ${(err as Error).message}`);
+    process.exitCode = 1;
+  } finally {
+    await pg.end().catch(() => undefined);
   }
 }
 

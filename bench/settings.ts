@@ -15,6 +15,8 @@ export interface BenchSettings {
   /** parallel redis-benchmark connections */
   rawClients: number;
   redisUrl: string;
+  /** PostgreSQL of the `-pg` scenarios: the bench writes their rules there, and the cap-config reads them (its `pgUrl`) */
+  databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
   /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler */
@@ -46,6 +48,7 @@ export function readSettings(): BenchSettings {
     rawKeyspace: Math.max(1, Math.round((recipients * rawRequests) / msgs)),
     rawClients: whole("BENCH_RAW_CLIENTS", 50, 1),
     redisUrl: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+    databaseUrl: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test",
     seed: whole("BENCH_SEED", 20_240_601, 0),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };

@@ -17,6 +17,8 @@ export interface DriveOptions {
   concurrency: number;
   /** give up when no msg completes for this long */
   stallMs?: number;
+  /** the caps every admitted msg must have claimed (see tally) */
+  capIds?: ReadonlySet<string>;
 }
 
 /**
@@ -52,7 +54,7 @@ export function drive(gate: Node, completions: Completions, source: MsgSource, o
         const now = performance.now();
         latenciesMs[slot] = now - sentAt;
         lastProgress = now;
-        tally(verdicts, event);
+        tally(verdicts, event, options.capIds);
         completed++;
         if (completed === count) {
           clearInterval(watchdog);

@@ -1,4 +1,4 @@
-import type { Scenario } from "../scenarios";
+import { ORG, type Scenario } from "../scenarios";
 
 export interface GateFlow {
   gateId: string;
@@ -12,6 +12,8 @@ export interface GateFlowOptions {
   redisUrl: string;
   /** cap-config `timeoutMs`: high, so a slow claim waits instead of failing open */
   timeoutMs: number;
+  /** where a postgres scenario's cap-config reads its rules (`pgUrl`, `pgTable` as `schema.table`) */
+  pg?: { url: string; table: string };
 }
 
 /** One tab: a cap-config and a frequency-cap-gate whose three outputs go nowhere. */
@@ -31,8 +33,10 @@ export function gateFlow(scenario: Scenario, tag: string, options: GateFlowOptio
         store: scenario.store,
         redisUrl: options.redisUrl,
         keyPrefix: options.keyPrefix,
-        rulesSource: "inline",
-        rules: scenario.rules,
+        defaultOrg: ORG,
+        ...(scenario.rulesSource === "postgres"
+          ? { rulesSource: "postgres", rules: [], pgUrl: pgOf(scenario, options).url, pgTable: pgOf(scenario, options).table }
+          : { rulesSource: "inline", rules: scenario.rules }),
         failMode: "open",
         timeoutMs: options.timeoutMs,
       },
@@ -49,4 +53,9 @@ export function gateFlow(scenario: Scenario, tag: string, options: GateFlowOptio
       },
     ],
   };
+}
+
+function pgOf(scenario: Scenario, options: GateFlowOptions): { url: string; table: string } {
+  if (!options.pg) throw new Error(`${scenario.name}: a postgres scenario needs a pgUrl and pgTable`);
+  return options.pg;
 }

@@ -4,8 +4,9 @@ import type { BenchSettings } from "../settings";
 
 const n = new Intl.NumberFormat("en-US");
 
-export function machineLine(machine: Machine): string {
-  return `machine: ${machine.cpuCount} × ${machine.cpuModel} · Node ${machine.node} · Node-RED ${machine.nodeRed} · Redis ${machine.redis}`;
+export function machineLine(machine: Machine, postgres?: string): string {
+  return `machine: ${machine.cpuCount} × ${machine.cpuModel} · Node ${machine.node} · Node-RED ${machine.nodeRed} · Redis ${machine.redis}`
+    + (postgres ? ` · PostgreSQL ${postgres}` : "");
 }
 
 export function loadLine(settings: BenchSettings): string {
@@ -38,4 +39,30 @@ export function verdictLines(all: readonly ScenarioVerdicts[]): string[] {
 
 function total(v: Verdicts): number {
   return v.allowed + v.skipped + v.errors;
+}
+
+/** A postgres row against the inline row of the same store and caps, measured in the same run. */
+export interface PgComparison {
+  scenario: string;
+  store: string;
+  caps: number;
+  /** pg ÷ inline; absent when the inline twin was not run (BENCH_SCENARIOS) */
+  msgsPerSec?: number;
+  p50?: number;
+  p99?: number;
+  /** rule-list queries sent to PostgreSQL during the measured run (the cache answers the rest) */
+  ruleLoads: number;
+  /** probe msgs that failed open before the caps were in force; never part of warm-up or the measured run */
+  probeFailedOpen: number;
+}
+
+/** One line per postgres row: how it compares with its inline twin of this run. */
+export function comparisonLines(all: readonly PgComparison[]): string[] {
+  return all.map((c) => {
+    const head = `pg ÷ inline, ${c.store} ${c.caps} caps (${c.scenario} ÷ ${c.store}-${c.caps}cap, same run): `;
+    const ratios = c.msgsPerSec === undefined || c.p50 === undefined || c.p99 === undefined
+      ? `— (${c.store}-${c.caps}cap not run)`
+      : `msgs/s ${c.msgsPerSec.toFixed(2)} · p50 ${c.p50.toFixed(2)} · p99 ${c.p99.toFixed(2)}`;
+    return `${head}${ratios}; rule queries to PostgreSQL while measuring: ${c.ruleLoads}; probe msgs failed open before the rules loaded: ${c.probeFailedOpen}`;
+  });
 }

@@ -1,6 +1,8 @@
 export interface Row {
   scenario: string;
   store: string;
+  /** cap-config rulesSource: inline or postgres */
+  rules: string;
   caps: number;
   msgsPerSec: number;
   p50Ms: number;
@@ -8,10 +10,12 @@ export interface Row {
   /** absent for stores that are not Redis */
   rawPerSec?: number;
   admittedShare: number;
+  /** a postgres row: its msgs/s ÷ those of the inline row of the same store and caps, same run */
+  vsInline?: number;
 }
 
-const HEADER = ["scenario", "store", "caps", "msgs/s through Node-RED", "p50 ms", "p99 ms", "raw Redis EVALSHA/s", "gate ÷ raw", "admitted"];
-const RIGHT = [false, false, true, true, true, true, true, true, true];
+const HEADER = ["scenario", "store", "rules", "caps", "msgs/s through Node-RED", "p50 ms", "p99 ms", "raw Redis EVALSHA/s", "gate ÷ raw", "admitted", "pg ÷ inline msgs/s"];
+const RIGHT = [false, false, false, true, true, true, true, true, true, true, true];
 
 const whole = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
@@ -23,6 +27,7 @@ function cells(row: Row): string[] {
   return [
     row.scenario,
     row.store,
+    row.rules,
     String(row.caps),
     whole.format(row.msgsPerSec),
     ms(row.p50Ms),
@@ -30,6 +35,7 @@ function cells(row: Row): string[] {
     row.rawPerSec === undefined ? "—" : whole.format(row.rawPerSec),
     row.rawPerSec === undefined ? "—" : `${(row.msgsPerSec / row.rawPerSec).toFixed(2)}`,
     `${(row.admittedShare * 100).toFixed(1)} %`,
+    row.vsInline === undefined ? "—" : row.vsInline.toFixed(2),
   ];
 }
 
