@@ -99,10 +99,12 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       return { status: "allowed", reason: decision.kind, ...base };
     }
     case "allowed": {
-      if (decision.caps.length > 0) {
+      // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt
+      const taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false);
+      if (taken.length > 0) {
         claims.push({
           gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: decision.member,
-          keys: decision.caps.map((c) => c.key), cap_ids: decision.caps.map((c) => c.rule.id), at,
+          keys: taken.map((c) => c.key), cap_ids: taken.map((c) => c.rule.id), at,
         });
       }
       trail.push({ gate: ctx.gate, status: "allowed", at });

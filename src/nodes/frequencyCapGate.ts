@@ -69,9 +69,10 @@ export default function register(RED: NodeAPI): void {
       const at = new Date().toISOString();
       if (result instanceof Error) {
         status.failOpen();
+        status.recorded();
         trail.push({ gate: GATE, status: "recorded", reason: "fail_open", at });
       } else {
-        status.allowed();
+        status.recorded();
         trail.push({ gate: GATE, status: "recorded", ...(result === "exempt" ? { reason: "exempt" as const } : {}), at });
       }
       msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims, trail };
@@ -83,7 +84,7 @@ export default function register(RED: NodeAPI): void {
       const { refunded, kept } = await refundClaims(RED, node, claims);
       trail.push({ gate: GATE, status: "released", refunded, at: new Date().toISOString() });
       msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims: kept, trail };
-      status.allowed();
+      status.released();
       send([msg, null, null]);
     }
 

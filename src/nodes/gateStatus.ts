@@ -11,7 +11,7 @@ const RECENT_MS = 10_000;
  * every 250 ms so a busy gate does not flood the editor.
  */
 export class GateStatus {
-  private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listed: 0 };
+  private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listChanges: 0, released: 0, recorded: 0 };
   private lastFailOpen = 0;
   private lastError = "";
   private lastErrorAt = 0;
@@ -27,8 +27,10 @@ export class GateStatus {
   skipped(): void { this.counts.skipped++; this.schedule(); }
   failOpen(): void { this.counts.failOpen++; this.lastFailOpen = Date.now(); this.schedule(); }
   error(text: string): void { this.counts.errors++; this.lastError = text; this.lastErrorAt = Date.now(); this.schedule(); }
-  /** block-list changes made through control msgs: +1 suppress, -1 unsuppress */
-  listed(change: number): void { this.counts.listed += change; this.schedule(); }
+  /** a suppress / unsuppress control msg handled */
+  listChanged(): void { this.counts.listChanges++; this.schedule(); }
+  released(): void { this.counts.released++; this.schedule(); }
+  recorded(): void { this.counts.recorded++; this.schedule(); }
   storeState(state: StoreState): void { this.store = state; this.schedule(); }
   rulesState(state: RulesProviderState): void { this.rules = state; this.schedule(); }
 
@@ -66,9 +68,11 @@ export class GateStatus {
 
   private draw(): void {
     const now = Date.now();
-    const { allowed, skipped, failOpen, errors, listed } = this.counts;
-    const parts = [`allowed ${allowed}`, `skipped ${skipped}`];
-    if (listed !== 0) parts.push(`block list ${listed > 0 ? "+" : ""}${listed}`);
+    const { allowed, skipped, failOpen, errors, listChanges, released, recorded } = this.counts;
+    const parts = released > 0 || recorded > 0
+      ? [released > 0 ? `released ${released}` : `recorded ${recorded}`]
+      : [`allowed ${allowed}`, `skipped ${skipped}`];
+    if (listChanges > 0) parts.push(`list changes ${listChanges}`);
     if (failOpen > 0) parts.push(`fail-open ${failOpen}`);
     if (errors > 0) parts.push(`errors ${errors}`);
     let fill: NodeStatusFill = "green";

@@ -50,7 +50,7 @@ export default function register(RED: NodeAPI): void {
       }, service.sendRules, new Date());
       if (msg.topic === "suppress") await service.suppression.suppress([entry]);
       else await service.suppression.unsuppress([entry]);
-      status.listed(msg.topic === "suppress" ? 1 : -1);
+      status.listChanged();
     }
 
     async function admit(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {

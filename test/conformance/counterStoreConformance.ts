@@ -113,7 +113,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal(given, 3);
       assert.equal((await store.claim("m2", [cap])).allowed, true, "the slot is free again");
       const again = await store.checkSuppression({ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", markKey: mark, markWindowMs: 60_000 });
-      assert.deepEqual(again, { kind: "clear", marked: true });
+      assert.deepEqual(again, { kind: "clear", mark: "new" });
       assert.equal(await store.release("m1", [{ key: mark, kind: "k" }, { key: cap.key, kind: "z" }]), 0, "m2's mark and slot stay");
     });
 
@@ -121,17 +121,17 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const listKey = `${prefix}:{o|r}:s`;
       const indexKey = `${prefix}:{o}:sidx`;
       const check = (channel: string) => store.checkSuppression({ listKey, channel, member: "m", markWindowMs: 0 });
-      assert.deepEqual(await check("sms"), { kind: "clear", marked: false });
+      assert.deepEqual(await check("sms"), { kind: "clear", mark: "none" });
       await store.writeSuppressions([{ listKey, field: "sms", indexKey, indexField: "sms|r", entry: '{"reason":"STOP"}' }]);
       assert.deepEqual(await check("sms"), { kind: "listed", field: "sms", entry: '{"reason":"STOP"}' });
-      assert.deepEqual(await check("email"), { kind: "clear", marked: false });
+      assert.deepEqual(await check("email"), { kind: "clear", mark: "none" });
       await store.writeSuppressions([{ listKey, field: "*", indexKey, indexField: "*|r", entry: '{"reason":"all"}' }]);
       assert.deepEqual(await check("email"), { kind: "listed", field: "*", entry: '{"reason":"all"}' });
       await store.writeSuppressions([
         { listKey, field: "*", indexKey, indexField: "*|r" },
         { listKey, field: "sms", indexKey, indexField: "sms|r" },
       ]);
-      assert.deepEqual(await check("sms"), { kind: "clear", marked: false });
+      assert.deepEqual(await check("sms"), { kind: "clear", mark: "none" });
       assert.deepEqual((await store.listSuppressions(indexKey, "0", 100)).entries, []);
     });
 
@@ -152,13 +152,13 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
 
     it("marks duplicate content for the window; the same member again is a retry, not a duplicate", async () => {
       const base = { listKey: `${prefix}:{o|r}:s`, channel: "sms", markKey: `${prefix}:{o|r}:d:sms:h1`, markWindowMs: 400 };
-      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", marked: true });
-      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", marked: true });
+      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", mark: "new" });
+      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", mark: "held" });
       const dup = await store.checkSuppression({ ...base, member: "m2" });
       assert.equal(dup.kind, "duplicate");
       assert.ok(dup.kind === "duplicate" && dup.firstMember === "m1" && dup.retryAfterMs > 0 && dup.retryAfterMs <= 400);
       await sleep(450);
-      assert.deepEqual(await store.checkSuppression({ ...base, member: "m2" }), { kind: "clear", marked: true });
+      assert.deepEqual(await store.checkSuppression({ ...base, member: "m2" }), { kind: "clear", mark: "new" });
     });
 
     it("answers from the store's own clock", async () => {

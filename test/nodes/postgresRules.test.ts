@@ -41,13 +41,14 @@ describe("rulesSource postgres: caps from PostgreSQL, admin API, live invalidati
   const api = () => helper.request();
   const sends = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ recipient: "r", channel: "sms", messageId: `${prefix}${i}` }));
 
+  /** Until the cap-config has reached PostgreSQL (migrated, block list attached): its caps API answers 200. */
   async function waitForTable(): Promise<void> {
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 200; i++) {
       const { rows } = await pool.query("SELECT to_regclass($1) AS t", [`${schema}.frequency_caps`]);
-      if (rows[0].t) return;
+      if (rows[0].t && (await api().get("/frequency-cap/cfg0/caps")).status === 200) return;
       await sleep(20);
     }
-    throw new Error("the migration did not run");
+    throw new Error("the cap-config did not reach PostgreSQL");
   }
 
   it("migrates on start; a cap created through the API gates the next send, deleting it stops gating the very next", async () => {

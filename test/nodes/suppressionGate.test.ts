@@ -117,6 +117,19 @@ for (const store of ["memory", "redis"] as const) {
       assert.deepEqual(chain.out.of("sent").map((m) => m.messageId), ["p1", "p2"], "p1's slot and mark were free again");
     });
 
+    it("gives nothing back when a retry of a delivered msg is released: the slot and mark are the first attempt's", async () => {
+      const chain = await deployChain({ store, keyPrefix, rules: oneASms });
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m1", payload: "once" });
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m1", payload: "once" });
+      const retry = chain.out.of("sent")[1] as Msg;
+      assert.deepEqual(admissionOf(retry).claims, [], "the retry took nothing new");
+      await push(chain, "release", retry);
+      assert.equal(admissionOf(chain.out.of("released")[0]).trail.at(-1)?.refunded, 0);
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m2", payload: "once" });
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m3", payload: "other" });
+      assert.deepEqual(reasons(chain.out.of("skipped")), ["duplicate_content", "frequency_capped"]);
+    });
+
     it("keeps the block list across a redeploy", async () => {
       let chain = await deployChain({ store, keyPrefix, rules: [] });
       chain.node("sup").receive({ topic: "suppress", recipient: "kept", reason: "complaint" });

@@ -37,7 +37,8 @@ export interface SuppressionCheck {
 }
 
 export type SuppressionOutcome =
-  | { kind: "clear"; marked: boolean }
+  /** mark: "new" made by this call, "held" already this member's (a retry), "none" not asked for */
+  | { kind: "clear"; mark: "new" | "held" | "none" }
   | { kind: "listed"; field: string; entry: string }
   | { kind: "duplicate"; firstMember: string; retryAfterMs: number };
 

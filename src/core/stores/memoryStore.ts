@@ -126,14 +126,14 @@ export class MemoryStore implements AdmissionStore {
       const entry = list?.get(field);
       if (entry !== undefined) return { kind: "listed", field, entry };
     }
-    if (check.markKey === undefined) return { kind: "clear", marked: false };
+    if (check.markKey === undefined) return { kind: "clear", mark: "none" };
     const now = this.clock();
     const mark = this.liveMark(check.markKey, now);
     if (!mark) {
       this.marks.set(check.markKey, { member: check.member, expiresAt: now + check.markWindowMs });
-      return { kind: "clear", marked: true };
+      return { kind: "clear", mark: "new" };
     }
-    if (mark.member === check.member) return { kind: "clear", marked: true };
+    if (mark.member === check.member) return { kind: "clear", mark: "held" };
     return { kind: "duplicate", firstMember: mark.member, retryAfterMs: Math.ceil(mark.expiresAt - now) };
   }
 

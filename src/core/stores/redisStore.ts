@@ -128,7 +128,8 @@ export class RedisStore implements AdmissionStore {
     const [kind, a, b] = await this.scripts.sendgateSuppression(keys.length, ...keys, check.channel, check.member, check.markWindowMs);
     if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
     if (kind === 2) return { kind: "duplicate", firstMember: String(a), retryAfterMs: Math.max(0, Number(b)) };
-    return { kind: "clear", marked: Number(a) === 1 };
+    const mark = Number(a);
+    return { kind: "clear", mark: mark === 1 ? "new" : mark === 2 ? "held" : "none" };
   }
 
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {

@@ -73,7 +73,8 @@ export class SuppressionEngine {
     if (outcome instanceof StoreUnavailableError) return { kind: "fail_open", error: outcome };
     if (outcome.kind === "listed") return { kind: "opted_out", entry: parsedEntry(outcome.field, outcome.entry) };
     if (outcome.kind === "duplicate") return { kind: "duplicate", firstMember: outcome.firstMember, retryAfterMs: outcome.retryAfterMs };
-    return { kind: "clear", member: send.messageId, ...(outcome.marked && markKey !== undefined ? { markKey } : {}) };
+    // only a mark made now is this msg's to give back: a retry's mark belongs to the first attempt
+    return { kind: "clear", member: send.messageId, ...(outcome.mark === "new" && markKey !== undefined ? { markKey } : {}) };
   }
 
   suppress(entries: readonly SuppressionEntry[]): Promise<void> {
