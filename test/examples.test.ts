@@ -7,6 +7,7 @@ import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const coreNodes = [
+  require("@node-red/nodes/core/function/10-function.js"),
   require("@node-red/nodes/core/common/20-inject.js"),
   require("@node-red/nodes/core/common/21-debug.js"),
   require("@node-red/nodes/core/common/90-comment.js"),
@@ -60,6 +61,53 @@ describe("examples/", function () {
       assert.equal((allowed[allowed.length - 1]?.admission as { reason: string }).reason, "exempt");
       assert.equal(errors.length, 1);
       assert.match((errors[0]?.error as { message: string }).message, /recipient/);
+    });
+  });
+
+  describe("admission-chain.json", () => {
+    before(() => helper.startServer());
+    after(() => helper.stopServer());
+    afterEach(() => helper.unload());
+
+    it("skips duplicates and opt-outs before the cap, releases a failed send, and gives back marks on a cap refusal", async () => {
+      const flow = example("admission-chain.json");
+      await helper.load([...gateNodes, ...coreNodes], flow);
+      const outputs = ["delivered", "released (provider failed)", "skipped: opted out / duplicate", "skipped: capped", "error"];
+      const seen = new Map<string, Msg[]>();
+      for (const name of outputs) {
+        const list: Msg[] = [];
+        seen.set(name, list);
+        (helper.getNode(byName(flow, "debug", name)) as Node).on("input", (m: NodeMessage) => list.push(m as Msg));
+      }
+      const total = () => [...seen.values()].reduce((n, l) => n + l.length, 0);
+      const press = async (name: string, expectOutput = true) => {
+        const before = total();
+        (helper.getNode(byName(flow, "inject", name)) as Node).receive({});
+        if (!expectOutput) return new Promise((r) => setTimeout(r, 100));
+        for (let t = 0; t < 400 && total() === before; t++) await new Promise((r) => setTimeout(r, 5));
+        assert.ok(total() > before, `"${name}" produced nothing`);
+      };
+      const reasonsOf = (name: string) => (seen.get(name) ?? []).map((m) => (m.admission as { reason: string }).reason);
+
+      await press("marketing SMS to alice");
+      await press("same body again, keys reordered");
+      assert.deepEqual(reasonsOf("skipped: opted out / duplicate"), ["duplicate_content"]);
+      await press("marketing SMS the provider FAILs");
+      assert.equal(seen.get("released (provider failed)")?.length, 1);
+      assert.equal((seen.get("released (provider failed)")?.[0]?.admission as { trail: { refunded?: number }[] }).trail.at(-1)?.refunded, 2);
+      await press("new marketing SMS to alice");
+      await press("new marketing SMS to alice");
+      await press("new marketing SMS to alice");
+      assert.equal(seen.get("delivered")?.length, 3, "the released send did not use up one of the three marketing slots");
+      assert.deepEqual(reasonsOf("skipped: capped"), ["frequency_capped"]);
+      await press("bob texts STOP", false);
+      await press("marketing SMS to bob");
+      assert.equal(reasonsOf("skipped: opted out / duplicate").at(-1), "opted_out");
+      await press("bob opts back in", false);
+      await press("marketing SMS to bob");
+      assert.equal(seen.get("delivered")?.at(-1)?.recipient, "bob");
+      await press("send without recipient");
+      assert.match(((seen.get("error")?.[0]?.error) as { message: string }).message, /recipient/);
     });
   });
 
