@@ -36,6 +36,7 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
   before(() => red.start());
   after(async () => {
     await red.stop();
+    red.cleanUp();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -114,7 +114,10 @@ describe("examples/", function () {
   describe("http-api-429.json in a real Node-RED process", () => {
     const red = new NodeRedProcess(join(ROOT, "examples", "http-api-429.json"));
     before(() => red.start());
-    after(() => red.stop());
+    after(async () => {
+      await red.stop();
+      red.cleanUp();
+    });
 
     it("answers 202 five times, then 429 with Retry-After, and 400 for a bad send", async () => {
       const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {

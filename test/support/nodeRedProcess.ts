@@ -34,7 +34,8 @@ export class NodeRedProcess {
   }
 
   async start(): Promise<void> {
-    this.port = await freePort();
+    this.port ||= await freePort();
+    this.output = "";
     copyFileSync(this.flowFile, join(this.userDir, "flows.json"));
     const settings = {
       uiHost: "127.0.0.1", uiPort: this.port, flowFile: "flows.json", nodesDir: [ROOT],
@@ -57,6 +58,7 @@ export class NodeRedProcess {
     }
   }
 
+  /** Stops the process; its user dir stays, so start() again is a restart. */
   async stop(): Promise<void> {
     const child = this.child;
     this.child = undefined;
@@ -65,6 +67,9 @@ export class NodeRedProcess {
       child.kill("SIGTERM");
       await exited;
     }
+  }
+
+  cleanUp(): void {
     rmSync(this.userDir, { recursive: true, force: true });
   }
 }
