@@ -9,8 +9,8 @@ describe("lua/claim.lua in Redis", () => {
   let prefix: string;
   const source = luaScript("claim");
   const key = (name: string) => `${prefix}:{o|r}:c:${name}`;
-  const claim = (member: string, caps: [string, number, number][]) =>
-    redis.eval(source, caps.length, ...caps.map((c) => c[0]), member, ...caps.flatMap((c) => [c[1], c[2]])) as Promise<number[]>;
+  const claim = (member: string, caps: [string, number, number, number?][]) =>
+    redis.eval(source, caps.length, ...caps.map((c) => c[0]), member, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0])) as Promise<number[]>;
 
   before(() => { redis = redisClient(); });
   after(async () => { await redis.quit(); });
@@ -53,9 +53,20 @@ describe("lua/claim.lua in Redis", () => {
     assert.deepEqual(reply.slice(2), [0, 0, -2]);
   });
 
+  it("frees a calendar cap at its reset instant and keeps the set until then + 60 s", async () => {
+    const resetAt = Date.now() + 5_000;
+    await claim("c1", [[key("cal"), 86_400_000, 1, resetAt]]);
+    const ttl = await redis.pttl(key("cal"));
+    assert.ok(ttl > 63_000 && ttl <= 65_100, `ttl ${ttl}`);
+    const refused = await claim("c2", [[key("cal"), 86_400_000, 1, resetAt]]);
+    assert.equal(refused[0], 0);
+    const retry = Number(refused[4]);
+    assert.ok(retry > 3_000 && retry <= 5_100, `retry ${retry}`);
+  });
+
   it("is called by SHA after one load", async () => {
     const sha = (await redis.script("LOAD", source)) as string;
-    const reply = (await redis.evalsha(sha, 1, key("sha"), "m", 1000, 1)) as number[];
+    const reply = (await redis.evalsha(sha, 1, key("sha"), "m", 1000, 1, 0)) as number[];
     assert.equal(reply[0], 1);
   });
 });

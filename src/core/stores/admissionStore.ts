@@ -4,6 +4,8 @@ export interface CounterSpec {
   windowMs: number;
   /** effective max; 0 blocks every send */
   max: number;
+  /** calendar caps: the instant (epoch ms) the period ends and every entry frees at once; absent for rolling */
+  resetAt?: number;
 }
 
 export interface CounterOutcome {

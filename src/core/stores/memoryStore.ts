@@ -67,10 +67,7 @@ export class MemoryStore implements AdmissionStore {
       const count = counter.entries.length;
       const blocking = blocked && !held[i] && count >= spec.max;
       let retryAfterMs: number | null = null;
-      if (blocking && spec.max > 0) {
-        const last = counter.entries[count - spec.max] as Entry;
-        retryAfterMs = Math.max(0, Math.ceil(last.score + spec.windowMs - now));
-      }
+      if (blocking && spec.max > 0) retryAfterMs = freeInMs(spec, counter.entries, now);
       if (!blocked) {
         if (!held[i]) insertSorted(counter.entries, { score: now, member });
         this.keep(spec, counter, now);
@@ -86,8 +83,7 @@ export class MemoryStore implements AdmissionStore {
       const counter = this.counters.get(spec.key);
       const live = counter && counter.expiresAt > now ? counter.entries.filter((e) => e.score > now - spec.windowMs) : [];
       const full = live.length >= spec.max;
-      const last = full && spec.max > 0 ? live[live.length - spec.max] : undefined;
-      return { count: live.length, full, retryAfterMs: last ? Math.max(0, Math.ceil(last.score + spec.windowMs - now)) : null };
+      return { count: live.length, full, retryAfterMs: full && spec.max > 0 ? freeInMs(spec, live, now) : null };
     });
   }
 
@@ -181,7 +177,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   private keep(spec: CounterSpec, counter: Counter, now: number): void {
-    counter.expiresAt = now + spec.windowMs + EXPIRY_GRACE_MS;
+    counter.expiresAt = (spec.resetAt ? Math.max(now, spec.resetAt) : now + spec.windowMs) + EXPIRY_GRACE_MS;
     this.counters.set(spec.key, counter);
   }
 
@@ -223,6 +219,13 @@ export class MemoryStore implements AdmissionStore {
       if (mark.expiresAt <= now) this.marks.delete(key);
     }
   }
+}
+
+/** ms until a full counter has a free slot: its period's reset, or enough of its oldest entries ageing out. */
+function freeInMs(spec: CounterSpec, entries: readonly Entry[], now: number): number {
+  if (spec.resetAt) return Math.max(0, Math.ceil(spec.resetAt - now));
+  const last = entries[entries.length - spec.max] as Entry;
+  return Math.max(0, Math.ceil(last.score + spec.windowMs - now));
 }
 
 function insertSorted(entries: Entry[], entry: Entry): void {

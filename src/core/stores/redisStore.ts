@@ -95,7 +95,7 @@ export class RedisStore implements AdmissionStore {
     await this.usable();
     const args: (string | number)[] = specs.map((s) => s.key);
     args.push(member);
-    for (const s of specs) args.push(s.windowMs, s.max);
+    for (const s of specs) args.push(s.windowMs, s.max, s.resetAt ?? 0);
     const reply = await this.scripts.sendgateClaim(specs.length, ...args);
     return parseClaimReply(reply, specs.length);
   }
@@ -103,7 +103,7 @@ export class RedisStore implements AdmissionStore {
   async inspect(specs: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]> {
     if (specs.length === 0) return [];
     await this.usable();
-    const reply = await this.scripts.sendgateUsage(specs.length, ...specs.map((s) => s.key), ...specs.flatMap((s) => [s.windowMs, s.max]));
+    const reply = await this.scripts.sendgateUsage(specs.length, ...specs.map((s) => s.key), ...specs.flatMap((s) => [s.windowMs, s.max, s.resetAt ?? 0]));
     return specs.map((_, i) => {
       const retry = Number(reply[2 + i * 2]);
       return { count: Number(reply[1 + i * 2]), retryAfterMs: retry >= 0 ? retry : null, full: retry !== -1 };
@@ -112,7 +112,7 @@ export class RedisStore implements AdmissionStore {
 
   async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {
     await this.usable();
-    const reply = await this.scripts.sendgateRecord(specs.length, ...specs.map((s) => s.key), member, ...specs.map((s) => s.windowMs));
+    const reply = await this.scripts.sendgateRecord(specs.length, ...specs.map((s) => s.key), member, ...specs.flatMap((s) => [s.windowMs, s.resetAt ?? 0]));
     return reply.slice(1).map(Number);
   }
 
