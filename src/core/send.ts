@@ -10,6 +10,10 @@ export interface Send {
   org: string;
   attributes: Record<string, string>;
   recipientLimits: Record<string, number>;
+  /** IANA zone of the recipient (calendar windows, quiet hours); absent: the gate's default */
+  timezone?: string;
+  /** epoch ms after which a deferred send is never released */
+  expiresAt?: number;
 }
 
 /** What the adapter read from the msg, before any checking. */
@@ -23,6 +27,8 @@ export interface RawSend {
   org?: unknown;
   attributes?: unknown;
   recipientLimits?: unknown;
+  timezone?: unknown;
+  expiresAt?: unknown;
 }
 
 export interface SendRules {
@@ -46,6 +52,10 @@ function idString(field: string, value: unknown): string | undefined {
   if (typeof value === "string") return value;
   if (typeof value === "number" && Number.isFinite(value)) return String(value);
   throw new SendFieldError(field, `must be a string or number, got ${typeof value}`);
+}
+
+function optionalField<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -78,6 +88,32 @@ function readRecipientLimits(value: unknown): Record<string, number> {
   return out;
 }
 
+const knownZones = new Map<string, boolean>();
+
+function readTimezone(value: unknown): string | undefined {
+  const zone = optionalString("timezone", value);
+  if (zone === undefined) return undefined;
+  let known = knownZones.get(zone);
+  if (known === undefined) {
+    try {
+      new Intl.DateTimeFormat("en-US", { timeZone: zone });
+      known = true;
+    } catch {
+      known = false;
+    }
+    if (knownZones.size < 1000) knownZones.set(zone, known);
+  }
+  if (!known) throw new SendFieldError("timezone", `unknown time zone ${JSON.stringify(zone)}`);
+  return zone;
+}
+
+function readExpiresAt(value: unknown): number | undefined {
+  if (absent(value)) return undefined;
+  const ms = typeof value === "number" ? value : typeof value === "string" ? (/^\d+$/.test(value) ? Number(value) : Date.parse(value)) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new SendFieldError("expiresAt", `must be epoch ms or an ISO time, got ${JSON.stringify(value)}`);
+  return ms;
+}
+
 /** Checks a raw send against SPEC §2 and returns it typed, or throws naming the field. */
 export function parseSend(raw: RawSend, rules: SendRules): Send {
   if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
@@ -107,5 +143,7 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
     org,
     attributes: readAttributes(raw.attributes),
     recipientLimits: readRecipientLimits(raw.recipientLimits),
+    ...optionalField("timezone", readTimezone(raw.timezone)),
+    ...optionalField("expiresAt", readExpiresAt(raw.expiresAt)),
   };
 }

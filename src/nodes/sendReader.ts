@@ -3,7 +3,7 @@ import type { RawSend } from "../core/send";
 
 /** The §2 fields a gate reads, each a TypedInput pair `<field>` / `<field>Type` (SPEC §11). */
 export const SEND_FIELDS = [
-  "recipient", "channel", "category", "tier", "messageId", "org", "attributes", "recipientLimits", "body",
+  "recipient", "channel", "category", "tier", "messageId", "org", "attributes", "recipientLimits", "timezone", "expiresAt", "body",
 ] as const;
 export type SendField = (typeof SEND_FIELDS)[number];
 

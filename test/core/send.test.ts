@@ -43,3 +43,19 @@ describe("core/send: parseSend", () => {
     assert.equal(s.attributes.campaign_id, "9");
   });
 });
+
+describe("core/send: timezone and expiresAt", () => {
+  const base = { recipient: "r", channel: "sms", messageId: "m" };
+  const rules = { channels: DEFAULT_CHANNELS, defaultOrg: "d", requireTier: false };
+  it("accepts a real zone and epoch ms or ISO expiry", () => {
+    const s = parseSend({ ...base, timezone: "Asia/Kathmandu", expiresAt: "2026-12-01T00:00:00Z" }, rules);
+    assert.equal(s.timezone, "Asia/Kathmandu");
+    assert.equal(s.expiresAt, Date.UTC(2026, 11, 1));
+    assert.equal(parseSend({ ...base, expiresAt: 1_800_000_000_000 }, rules).expiresAt, 1_800_000_000_000);
+    assert.equal(parseSend({ ...base, expiresAt: "1800000000000" }, rules).expiresAt, 1_800_000_000_000);
+  });
+  it("names an unknown zone and a bad expiry", () => {
+    assert.throws(() => parseSend({ ...base, timezone: "Mars/Olympus" }, rules), /timezone: unknown time zone "Mars\/Olympus"/);
+    assert.throws(() => parseSend({ ...base, expiresAt: "tomorrow-ish" }, rules), /expiresAt: must be epoch ms or an ISO time/);
+  });
+});
