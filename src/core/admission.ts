@@ -51,6 +51,12 @@ export interface Admission {
   duplicate_of?: string;
   suppression?: { channel: string; reason?: string; at?: string };
   error?: AdmissionError;
+  /** deferral (SPEC §6): when the msg was released, how often it was deferred, since when */
+  release_at?: string;
+  deferrals?: number;
+  first_deferred_at?: string;
+  /** the disposition a refusal asked for ("defer", "collapse"), for the adapter that holds the msg */
+  disposition?: string;
   claims: AdmissionClaim[];
   trail: TrailEntry[];
 }
@@ -74,11 +80,16 @@ export interface CapGateContext {
   now: Date;
 }
 
-export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[] } {
+/** What a msg's admission keeps from gate to gate (and round the chain after a deferral). */
+export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[]; deferral: Pick<Admission, "deferrals" | "first_deferred_at"> } {
   const prev = (typeof previous === "object" && previous !== null ? previous : {}) as Partial<Admission>;
   return {
     claims: Array.isArray(prev.claims) ? [...prev.claims] : [],
     trail: Array.isArray(prev.trail) ? [...prev.trail] : [],
+    deferral: {
+      ...(typeof prev.deferrals === "number" ? { deferrals: prev.deferrals } : {}),
+      ...(typeof prev.first_deferred_at === "string" ? { first_deferred_at: prev.first_deferred_at } : {}),
+    },
   };
 }
 
@@ -88,9 +99,9 @@ export function seconds(ms: number | null): number | null {
 
 /** The msg.admission a frequency-cap gate writes for its decision, keeping earlier gates' claims and trail. */
 export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapGateContext): Admission {
-  const { claims, trail } = carried(previous);
+  const { claims, trail, deferral } = carried(previous);
   const at = ctx.now.toISOString();
-  const base = { gate: ctx.gate, claims, trail };
+  const base = { gate: ctx.gate, claims, trail, ...deferral };
 
   switch (decision.kind) {
     case "exempt":
@@ -136,6 +147,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
         channel: ctx.channel,
         window_seconds: binding.rule.window_seconds,
         max_count: binding.max,
+        disposition: binding.rule.disposition,
         error: {
           code: ERROR_CODES.frequency_capped,
           message: `recipient reached cap "${binding.rule.id}" (${binding.max} per ${binding.rule.window_seconds} s)`,
@@ -148,9 +160,9 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
 
 /** The msg.admission the suppression-gate writes for its decision. */
 export function suppressionAdmission(decision: SuppressionDecision, previous: unknown, ctx: CapGateContext): Admission {
-  const { claims, trail } = carried(previous);
+  const { claims, trail, deferral } = carried(previous);
   const at = ctx.now.toISOString();
-  const base = { gate: ctx.gate, claims, trail };
+  const base = { gate: ctx.gate, claims, trail, ...deferral };
   switch (decision.kind) {
     case "fail_open":
       trail.push({ gate: ctx.gate, status: "allowed", reason: "fail_open", at });

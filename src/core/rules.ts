@@ -9,11 +9,11 @@ export interface CapRule {
   channel: string;
   max_count: number;
   window_seconds: number;
-  window_type: "rolling";
+  window_type: "rolling" | "calendar_day" | "calendar_week";
   applies_to_categories: string[];
   per: string[];
   match: Record<string, string[]>;
-  disposition: "skip";
+  disposition: "skip" | "defer" | "collapse";
 }
 
 /** The rule shape as written by a flow author, an API client or a table row. */
@@ -30,10 +30,10 @@ export function withDefaults(input: CapRuleInput): CapRule {
     channel: scope === "global" ? "*" : String(input.channel),
     max_count: Number(input.max_count),
     window_seconds: Number(input.window_seconds),
-    window_type: "rolling",
+    window_type: input.window_type === "calendar_day" || input.window_type === "calendar_week" ? input.window_type : "rolling",
     applies_to_categories: input.applies_to_categories ?? [],
     per: input.per ?? [],
     match: input.match ?? {},
-    disposition: "skip",
+    disposition: input.disposition === "defer" || input.disposition === "collapse" ? input.disposition : "skip",
   };
 }

@@ -55,13 +55,13 @@ describe("core/schema: validateRules", () => {
     assert.match(text, /rule 1 \("b"\) window_seconds/);
   });
 
-  it("refuses duplicate ids within one org, and dispositions this version cannot deliver", () => {
+  it("refuses duplicate ids within one org, and unknown dispositions and window types", () => {
     const dup = problemsOf([
       { id: "a", scope: "global", max_count: 1, window_seconds: 1 },
       { id: "a", scope: "global", max_count: 2, window_seconds: 1 },
     ]);
     assert.ok(dup.some((p) => /duplicate of rule 0/.test(p)));
-    const defer = problemsOf([{ id: "a", scope: "global", max_count: 1, window_seconds: 1, disposition: "defer" }]);
+    const defer = problemsOf([{ id: "a", scope: "global", max_count: 1, window_seconds: 1, disposition: "explode", window_type: "lunar" }]);
     assert.ok(defer.some((p) => /disposition/.test(p)));
   });
 

@@ -2,11 +2,11 @@
  * The one JSON Schema for a frequency cap (SPEC §4). The editor, the admin API
  * and the PostgreSQL loader all validate against it.
  *
- * `window_type` and `disposition` list only what this version enforces: a rule
- * asking for a behaviour the gate cannot deliver is refused, not half-applied.
+ * A calendar window still names `window_seconds` (the column is required); the
+ * period itself is the recipient's local day or week.
  */
-export const WINDOW_TYPES = ["rolling"] as const;
-export const DISPOSITIONS = ["skip"] as const;
+export const WINDOW_TYPES = ["rolling", "calendar_day", "calendar_week"] as const;
+export const DISPOSITIONS = ["skip", "defer", "collapse"] as const;
 export const MAX_WINDOW_SECONDS = 366 * 86400;
 
 const nonEmptyString = { type: "string", minLength: 1, maxLength: 256 } as const;
