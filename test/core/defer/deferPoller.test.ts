@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import type Redis from "ioredis";
+import type { DeferQueue, DeferredMsg } from "../../../src/core/defer/deferQueue";
+import { DeferPoller } from "../../../src/core/defer/deferPoller";
+import { MemoryDeferQueue } from "../../../src/core/defer/memoryDeferQueue";
+import { RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
+import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
+
+let seq = 0;
+function deferred(over: Partial<DeferredMsg> = {}): DeferredMsg {
+  const now = Date.now();
+  return { id: `p${++seq}`, gate: "g", dueAt: now - 1, deferrals: 1, firstDeferredAt: now, msg: { payload: seq }, ...over };
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** A queue that counts takes in flight, to prove a poller never runs two at once. */
+function watched(queue: DeferQueue): { queue: DeferQueue; maxInFlight: () => number } {
+  let inFlight = 0;
+  let max = 0;
+  const proxy: DeferQueue = {
+    defer: (e, k) => queue.defer(e, k),
+    takeDue: async (limit, leaseMs) => {
+      inFlight++;
+      max = Math.max(max, inFlight);
+      try {
+        return await queue.takeDue(limit, leaseMs);
+      } finally {
+        inFlight--;
+      }
+    },
+    ack: (ids) => queue.ack(ids),
+    size: () => queue.size(),
+    nextDueAt: () => queue.nextDueAt(),
+    close: () => queue.close(),
+  };
+  return { queue: proxy, maxInFlight: () => max };
+}
+
+function pollerSuite(label: string, open: () => Promise<{ queue: DeferQueue; done: () => Promise<void> }>): void {
+  describe(`defer poller: ${label}`, function () {
+    let queue: DeferQueue;
+    let done: () => Promise<void>;
+    const pollers: DeferPoller[] = [];
+    beforeEach(async () => {
+      ({ queue, done } = await open());
+    });
+    afterEach(async () => {
+      await Promise.all(pollers.splice(0).map((p) => p.stop()));
+      await done();
+    });
+
+    it("releases a msg once its dueAt passes, never before, and acks it", async () => {
+      const released: { id: string; at: number }[] = [];
+      const poller = new DeferPoller({
+        queue, leaseMs: 5000, batch: 10, idleMs: 250,
+        onDue: async (msgs) => {
+          for (const m of msgs) released.push({ id: m.id, at: Date.now() });
+        },
+      });
+      pollers.push(poller);
+      poller.start();
+      await sleep(30);
+      const dueAt = Date.now() + 300;
+      await queue.defer(deferred({ id: "soon", dueAt }));
+      await until(() => released.length > 0, 2000, "the release");
+      assert.deepEqual(released.map((r) => r.id), ["soon"]);
+      const at = (released[0] as { at: number }).at;
+      assert.ok(at >= dueAt, `released ${dueAt - at} ms early`);
+      assert.ok(at <= dueAt + 300, `released ${at - dueAt} ms late (idleMs 250)`);
+      await until(async () => (await queue.size()) === 0, 1000, "the ack");
+      await sleep(100);
+      assert.equal(released.length, 1);
+    });
+
+    it("keeps a batch whose release failed: nothing acked, it comes back after the lease", async () => {
+      const attempts: string[][] = [];
+      const errors: unknown[] = [];
+      const poller = new DeferPoller({
+        queue, leaseMs: 200, batch: 10, idleMs: 50,
+        onDue: async (msgs) => {
+          attempts.push(msgs.map((m) => m.id));
+          if (attempts.length === 1) throw new Error("the flow was not ready");
+        },
+        onError: (err) => errors.push(err),
+      });
+      pollers.push(poller);
+      await queue.defer(deferred({ id: "f1" }));
+      await queue.defer(deferred({ id: "f2" }));
+      const started = Date.now();
+      poller.start();
+      await until(() => attempts.length >= 2, 2000, "the second attempt");
+      assert.ok(Date.now() - started >= 190, "the retry waited for the lease");
+      assert.deepEqual(attempts.map((ids) => [...ids].sort()), [["f1", "f2"], ["f1", "f2"]]);
+      assert.equal(errors.length, 1);
+      await until(async () => (await queue.size()) === 0, 1000, "the ack");
+    });
+
+    it("stop() resolves after the round in progress, and no take starts after it", async () => {
+      let calls = 0;
+      const poller = new DeferPoller({
+        queue, leaseMs: 5000, batch: 10, idleMs: 20,
+        onDue: async () => {
+          calls++;
+          await sleep(200);
+        },
+      });
+      pollers.push(poller);
+      await queue.defer(deferred({ id: "s1" }));
+      poller.start();
+      await until(() => calls === 1, 1000, "the release to begin");
+      const stopping = Date.now();
+      await poller.stop();
+      assert.ok(Date.now() - stopping >= 150, "stop waited for onDue");
+      assert.equal(await queue.size(), 0, "the round finished with its ack");
+      assert.equal(poller.running, false);
+      await queue.defer(deferred({ id: "s2" }));
+      await sleep(150);
+      assert.equal(calls, 1);
+      assert.equal(await queue.size(), 1);
+      poller.start();
+      await until(() => calls === 2, 1000, "the release after a restart");
+    });
+  });
+}
+
+pollerSuite("memory", async () => {
+  const queue = new MemoryDeferQueue();
+  return { queue, done: () => queue.close() };
+});
+
+pollerSuite("redis", async () => {
+  const prefix = uniquePrefix("dqp");
+  const client = redisClient();
+  return {
+    queue: new RedisDeferQueue(client, prefix),
+    done: async () => {
+      await dropPrefix(client, prefix);
+      await client.quit();
+    },
+  };
+});
+
+describe("defer pollers on one Redis", function () {
+  let prefix: string;
+  let clients: Redis[];
+  beforeEach(() => {
+    prefix = uniquePrefix("dqp2");
+    clients = [redisClient(), redisClient()];
+  });
+  afterEach(async () => {
+    await dropPrefix(clients[0] as Redis, prefix);
+    await Promise.all(clients.map((c) => c.quit()));
+  });
+
+  it("two pollers (two instances) release 1,000 msgs exactly once, one take at a time each", async () => {
+    const released: string[] = [];
+    const perPoller = [0, 0];
+    const watchers = clients.map((c) => watched(new RedisDeferQueue(c, prefix)));
+    const pollers = watchers.map((w, i) => new DeferPoller({
+      queue: w.queue, leaseMs: 10_000, batch: 50, idleMs: 50,
+      onDue: async (msgs) => {
+        perPoller[i] = (perPoller[i] as number) + msgs.length;
+        released.push(...msgs.map((m) => m.id));
+        await sleep(1); // a release takes a moment, so the two interleave
+      },
+    }));
+    const feeder = new RedisDeferQueue(clients[0] as Redis, prefix);
+    const ids = Array.from({ length: 1000 }, (_, i) => `r${i}`);
+    const now = Date.now();
+    // half due now, half spread over the next 300 ms while both pollers run
+    await Promise.all(ids.slice(0, 500).map((id) => feeder.defer(deferred({ id, dueAt: now - 1 }))));
+    for (const p of pollers) p.start();
+    await Promise.all(ids.slice(500).map((id, i) => feeder.defer(deferred({ id, dueAt: now + (i % 300) }))));
+    await until(async () => released.length >= 1000 && (await feeder.size()) === 0, 10_000, "every release");
+    await sleep(100);
+    await Promise.all(pollers.map((p) => p.stop()));
+    assert.equal(released.length, 1000, `released ${released.length}`);
+    assert.equal(new Set(released).size, 1000, "a msg was released twice");
+    assert.deepEqual([...released].sort(), [...ids].sort());
+    for (const w of watchers) assert.equal(w.maxInFlight(), 1);
+    console.log(`      released by poller 1: ${perPoller[0]}, poller 2: ${perPoller[1]}`);
+  });
+});
