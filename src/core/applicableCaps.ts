@@ -1,3 +1,4 @@
+import { calendarPeriod } from "./calendarPeriod";
 import { capKeyUnder, recipientKeyBase } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
@@ -9,6 +10,14 @@ export interface ApplicableCap {
   /** min(max_count, recipientLimits[cap]) */
   max: number;
   windowMs: number;
+  /** calendar caps: when the current period ends and every slot frees */
+  resetAt?: number;
+}
+
+/** Where a cap's calendar periods are reckoned: the recipient's zone, else the gate's default. */
+export interface CapClock {
+  nowMs: number;
+  defaultZone: string;
 }
 
 function appliesTo(rule: CapRule, send: Send): boolean {
@@ -30,19 +39,22 @@ function appliesTo(rule: CapRule, send: Send): boolean {
  * The caps of a send: the union of its channel's caps and the global ones,
  * narrowed by org, category, match and per (SPEC §4).
  */
-export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string): ApplicableCap[] {
+export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock): ApplicableCap[] {
   const caps: ApplicableCap[] = [];
   let base: string | undefined;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;
     const own = send.recipientLimits[rule.id];
     base ??= recipientKeyBase(keyPrefix, send.org, recipientKey);
-    caps.push({
-      rule,
-      key: capKeyUnder(base, rule.id, rule.per.map((a) => send.attributes[a] as string)),
-      max: own === undefined ? rule.max_count : Math.min(rule.max_count, own),
-      windowMs: rule.window_seconds * 1000,
-    });
+    const key = capKeyUnder(base, rule.id, rule.per.map((a) => send.attributes[a] as string));
+    const max = own === undefined ? rule.max_count : Math.min(rule.max_count, own);
+    if (rule.window_type === "rolling") {
+      caps.push({ rule, key, max, windowMs: rule.window_seconds * 1000 });
+      continue;
+    }
+    const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), send.timezone ?? clock?.defaultZone ?? "UTC");
+    // "#" never appears in an encoded part, so a period can never pass for a per value
+    caps.push({ rule, key: `${key}#${period.id}`, max, windowMs: period.endMs - period.startMs, resetAt: period.endMs });
   }
   return caps;
 }

@@ -122,7 +122,7 @@ export class CapEngine {
 }
 
 function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
-  return caps.map((c) => ({ key: c.key, windowMs: c.windowMs, max: c.max }));
+  return caps.map((c) => ({ key: c.key, windowMs: c.windowMs, max: c.max, ...(c.resetAt !== undefined ? { resetAt: c.resetAt } : {}) }));
 }
 
 function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecision {

@@ -1,0 +1,59 @@
+import { carried, ERROR_CODES, type Admission, type AdmissionReason } from "../admission";
+
+export interface DeferralContext {
+  gate: string;
+  now: Date;
+}
+
+/**
+ * The admission of a msg the moment a gate holds it: it owns no claims any more
+ * (they were given back), and it counts this deferral.
+ */
+export function heldAdmission(refusal: Admission, firstDeferredAt: number): Admission {
+  return {
+    ...refusal,
+    claims: [],
+    deferrals: (refusal.deferrals ?? 0) + 1,
+    first_deferred_at: refusal.first_deferred_at ?? new Date(firstDeferredAt).toISOString(),
+  };
+}
+
+/** The admission of a held msg leaving by the deferred output (SPEC §6): status deferred, release_at, deferrals. */
+export function releasedAdmission(held: unknown, releaseAt: number, ctx: DeferralContext): Admission {
+  const previous = (typeof held === "object" && held !== null ? held : {}) as Partial<Admission>;
+  const { claims, trail, deferral } = carried(held);
+  const at = ctx.now.toISOString();
+  trail.push({ gate: ctx.gate, status: "deferred", ...(previous.reason ? { reason: previous.reason } : {}), at });
+  return {
+    ...previous,
+    ...deferral,
+    status: "deferred",
+    gate: ctx.gate,
+    release_at: new Date(releaseAt).toISOString(),
+    claims,
+    trail,
+  } as Admission;
+}
+
+/** A msg that can no longer be admitted in time (expiresAt or deferMax): skipped, defer_expired. */
+export function expiredAdmission(previous: unknown, deadline: number, blockedBy: AdmissionReason | undefined, ctx: DeferralContext): Admission {
+  const { claims, trail, deferral } = carried(previous);
+  trail.push({ gate: ctx.gate, status: "skipped", reason: "defer_expired", at: ctx.now.toISOString() });
+  const details = {
+    deadline: Number.isFinite(deadline) ? new Date(deadline).toISOString() : null,
+    ...(blockedBy ? { blocked_by: blockedBy } : {}),
+  };
+  return {
+    status: "skipped",
+    reason: "defer_expired",
+    gate: ctx.gate,
+    ...deferral,
+    claims,
+    trail,
+    error: {
+      code: ERROR_CODES.defer_expired,
+      message: "the msg cannot be admitted before its expiresAt or the gate's deferMax",
+      details,
+    },
+  };
+}
