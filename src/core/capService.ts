@@ -19,6 +19,8 @@ import type { PgRuleSource } from "./pgRules/pgRuleSource";
 import { rulesTable } from "./pgRules/tableName";
 import { PgSuppressions } from "./suppression/pgSuppressions";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
+import { loadDeferSnapshot, MemoryDeferQueue, RedisDeferQueue, saveDeferSnapshot, type DeferQueue } from "./defer";
+import { Deferrals } from "./deferral/deferrals";
 
 export interface CapSecrets {
   redisPassword?: string;
@@ -34,6 +36,22 @@ export interface CapLog {
 export interface CapServiceEnvironment {
   /** where a memory store keeps its state between deploys and restarts; none = not kept */
   memoryStateFile?: string;
+  /** where the memory store's defer queue is kept between deploys and restarts */
+  memoryDeferFile?: string;
+}
+
+function createDeferQueue(store: AdmissionStore, settings: CapSettings, env: CapServiceEnvironment, log: CapLog): DeferQueue {
+  if (store instanceof RedisStore) return new RedisDeferQueue(store.client, settings.keyPrefix);
+  const queue = new MemoryDeferQueue();
+  if (env.memoryDeferFile) {
+    try {
+      const saved = loadDeferSnapshot(env.memoryDeferFile);
+      if (saved) queue.restore(saved);
+    } catch (err) {
+      log.warn(`memory defer queue: could not restore ${env.memoryDeferFile}: ${(err as Error).message}`);
+    }
+  }
+  return queue;
 }
 
 function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment): AdmissionStore {
@@ -110,6 +128,7 @@ export class CapService {
   readonly access: StoreAccess;
   readonly engine: CapEngine;
   readonly suppression: SuppressionEngine;
+  readonly deferrals: Deferrals;
   readonly sendRules: SendRules;
 
   readonly rules: RulesProvider;
@@ -136,6 +155,7 @@ export class CapService {
       access: this.access, keyPrefix: settings.keyPrefix, mirrored: settings.rulesSource === "postgres", ...hmac,
     });
     this.rules = createRules(settings, inlineRules, secrets, log, this.suppression);
+    this.deferrals = new Deferrals(createDeferQueue(store, settings, env, log), (text) => log.warn(text));
   }
 
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */
@@ -163,7 +183,10 @@ export class CapService {
   }
 
   async close(): Promise<void> {
+    await this.deferrals.close();
     if (this.store instanceof MemoryStore && this.env.memoryStateFile) saveSnapshot(this.env.memoryStateFile, this.store.snapshot());
+    const queue = this.deferrals.queue;
+    if (queue instanceof MemoryDeferQueue && this.env.memoryDeferFile) saveDeferSnapshot(this.env.memoryDeferFile, queue.snapshot());
     await Promise.all([this.store.close(), this.rules.close()]);
   }
 }

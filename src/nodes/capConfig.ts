@@ -28,7 +28,10 @@ export default function register(RED: NodeAPI): void {
       this.service = CapService.create(def, this.credentials ?? {}, {
         warn: (text) => this.warn(text),
         error: (text) => this.error(text),
-      }, userDir ? { memoryStateFile: join(userDir, "sendgate", `memory-store-${this.id}.json`) } : {});
+      }, userDir ? {
+        memoryStateFile: join(userDir, "sendgate", `memory-store-${this.id}.json`),
+        memoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.json`),
+      } : {});
     } catch (err) {
       this.problem = err as Error;
       this.error((err as Error).message);

@@ -5,6 +5,7 @@ import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
+import { holdOrExpire, releaseHandler } from "./holding";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
 
@@ -16,8 +17,15 @@ export type FrequencyCapGateDef = NodeDef & FieldProps & {
   config?: string;
   mode?: string;
   deferMax?: number | string;
+  /** seconds of spread for msgs held until a calendar period resets */
+  jitter?: number | string;
   httpResponse?: boolean | string;
 };
+
+function seconds(value: unknown, fallback: number): number {
+  const n = Number(value);
+  return value === undefined || value === "" || !Number.isFinite(n) || n < 0 ? fallback : n;
+}
 
 type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
 type Done = (err?: Error) => void;
@@ -39,7 +47,15 @@ export default function register(RED: NodeAPI): void {
         : undefined);
     if (problem) status.broken(problem.message.slice(0, 80));
 
+    const deferMaxMs = seconds(def.deferMax, 21600) * 1000;
+    const jitterMs = seconds(def.jitter, 900) * 1000;
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
+    const stopReleasing = config?.service && !problem && mode === "claim"
+      ? [
+        config.service.deferrals.register(node.id, releaseHandler(GATE, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
+        config.service.deferrals.onSize((held) => status.holding(held)),
+      ]
+      : [];
 
     async function readSend(msg: AdmittedMsg, service: CapService): Promise<Send> {
       return parseSend(await reader.read(msg), service.sendRules);
@@ -58,7 +74,18 @@ export default function register(RED: NodeAPI): void {
         send([msg, null, null]);
         return;
       }
-      await prepareRefusal({ RED, node, gate: GATE, service, status, httpResponse }, msg, admission, sendData.tier);
+      const refusal = { RED, node, gate: GATE, service, status, httpResponse };
+      if (decision.kind === "capped" && (admission.disposition === "defer" || admission.disposition === "collapse")) {
+        const binding = decision.blocking[0];
+        const calendar = binding !== undefined && binding.rule.window_type !== "rolling";
+        const dueAt = decision.retryAfterMs === null ? null : Date.now() + decision.retryAfterMs;
+        const topic = sendData.attributes.topic ?? (typeof msg.topic === "string" ? msg.topic : "");
+        const collapseKey = admission.disposition === "collapse" ? `${node.id}|${sendData.org}|${sendData.recipient}|${topic}` : undefined;
+        await holdOrExpire({ ...refusal, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
+          (m) => send([null, m, null]), collapseKey);
+        return;
+      }
+      await prepareRefusal(refusal, msg, admission, sendData.tier);
       send([null, msg, null]);
     }
 
@@ -108,6 +135,7 @@ export default function register(RED: NodeAPI): void {
 
     node.on("close", () => {
       unsubscribe?.();
+      stopReleasing.forEach((stop) => stop());
       status.stop();
     });
   }

@@ -11,7 +11,8 @@ const RECENT_MS = 10_000;
  * every 250 ms so a busy gate does not flood the editor.
  */
 export class GateStatus {
-  private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listChanges: 0, released: 0, recorded: 0 };
+  private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listChanges: 0, released: 0, recorded: 0, deferred: 0 };
+  private held = 0;
   private lastFailOpen = 0;
   private lastError = "";
   private lastErrorAt = 0;
@@ -30,6 +31,10 @@ export class GateStatus {
   /** a suppress / unsuppress control msg handled */
   listChanged(): void { this.counts.listChanges++; this.schedule(); }
   released(): void { this.counts.released++; this.schedule(); }
+  /** a held msg left by the deferred output */
+  releasedHeld(): void { this.counts.deferred++; this.schedule(); }
+  /** how many msgs the cap-config's queue holds */
+  holding(count: number): void { this.held = count; this.schedule(); }
   recorded(): void { this.counts.recorded++; this.schedule(); }
   storeState(state: StoreState): void { this.store = state; this.schedule(); }
   rulesState(state: RulesProviderState): void { this.rules = state; this.schedule(); }
@@ -73,6 +78,8 @@ export class GateStatus {
       ? [released > 0 ? `released ${released}` : `recorded ${recorded}`]
       : [`allowed ${allowed}`, `skipped ${skipped}`];
     if (listChanges > 0) parts.push(`list changes ${listChanges}`);
+    if (this.counts.deferred > 0) parts.push(`deferred ${this.counts.deferred}`);
+    if (this.held > 0) parts.push(`held ${this.held}`);
     if (failOpen > 0) parts.push(`fail-open ${failOpen}`);
     if (errors > 0) parts.push(`errors ${errors}`);
     let fill: NodeStatusFill = "green";

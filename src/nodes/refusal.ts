@@ -22,11 +22,7 @@ export interface RefusalContext {
  */
 export async function prepareRefusal(ctx: RefusalContext, msg: AdmittedMsg, admission: Admission, tier: string | undefined): Promise<void> {
   msg.admission = admission;
-  if (admission.claims.length > 0) {
-    const { refunded, kept } = await refundClaims(ctx.RED, ctx.node, admission.claims);
-    markRefunded(admission, refunded);
-    admission.claims = kept;
-  }
+  await giveBackClaims(ctx, admission);
   if (ctx.service.isExempt(tier)) {
     ctx.node.warn(`an exempt ${String(tier)} msg was skipped by ${ctx.gate} (${String(admission.reason)}): exempt sends should never be refused, check how this one is classified`);
   }
@@ -37,4 +33,12 @@ export async function prepareRefusal(ctx: RefusalContext, msg: AdmittedMsg, admi
     msg.payload = reply.payload;
   }
   ctx.status.skipped();
+}
+
+/** Gives back what earlier gates claimed for a msg this gate refuses or holds (SPEC §5, §6). */
+export async function giveBackClaims(ctx: Pick<RefusalContext, "RED" | "node">, admission: Admission): Promise<void> {
+  if (admission.claims.length === 0) return;
+  const { refunded, kept } = await refundClaims(ctx.RED, ctx.node, admission.claims);
+  markRefunded(admission, refunded);
+  admission.claims = kept;
 }

@@ -1,0 +1,95 @@
+import type { DeferInput, DeferQueue, DeferredMsg } from "../defer";
+import { DeferPoller } from "../defer";
+
+export type ReleaseHandler = (held: DeferredMsg) => void;
+
+const LEASE_MS = 30_000;
+const BATCH = 100;
+const IDLE_MS = 250;
+/** a msg whose gate is not deployed here waits this long, then is offered again */
+const ORPHAN_RETRY_MS = 30_000;
+const SIZE_REFRESH_MS = 2_000;
+
+/**
+ * A cap-config's held msgs: the durable queue, the poller that takes what is
+ * due (each msg exactly once across instances sharing the queue), and the
+ * gates that release them. Knows nothing of Node-RED: a gate registers a
+ * handler under its node id.
+ */
+export class Deferrals {
+  private readonly handlers = new Map<string, ReleaseHandler>();
+  private readonly sizeListeners = new Set<(held: number) => void>();
+  private readonly warnedOrphans = new Set<string>();
+  private readonly poller: DeferPoller;
+  private sizeTimer: NodeJS.Timeout | undefined;
+  private held = 0;
+
+  constructor(readonly queue: DeferQueue, private readonly warn: (text: string) => void) {
+    this.poller = new DeferPoller({
+      queue, leaseMs: LEASE_MS, batch: BATCH, idleMs: IDLE_MS,
+      onDue: (msgs) => this.release(msgs),
+      onError: (err) => this.warn(`defer queue: ${err instanceof Error ? err.message : String(err)}`),
+    });
+  }
+
+  /** A gate releases its own held msgs from now on (and the poller runs while any gate is registered). */
+  register(gate: string, handler: ReleaseHandler): () => void {
+    this.handlers.set(gate, handler);
+    if (!this.poller.running) this.poller.start();
+    if (!this.sizeTimer) {
+      this.sizeTimer = setInterval(() => void this.refreshSize(), SIZE_REFRESH_MS);
+      this.sizeTimer.unref();
+      void this.refreshSize();
+    }
+    return () => {
+      if (this.handlers.get(gate) === handler) this.handlers.delete(gate);
+    };
+  }
+
+  async hold(entry: DeferInput, collapseKey?: string): Promise<{ id: string; collapsedInto?: string }> {
+    const result = await this.queue.defer(entry, collapseKey);
+    this.poller.wake();
+    void this.refreshSize();
+    return result;
+  }
+
+  onSize(listener: (held: number) => void): () => void {
+    this.sizeListeners.add(listener);
+    listener(this.held);
+    return () => this.sizeListeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.sizeTimer) clearInterval(this.sizeTimer);
+    await this.poller.stop();
+    await this.queue.close();
+  }
+
+  private async release(msgs: DeferredMsg[]): Promise<void> {
+    for (const held of msgs) {
+      const handler = this.handlers.get(held.gate);
+      if (handler) {
+        handler(held);
+        continue;
+      }
+      // the gate that holds it is not deployed on this instance: keep it, never drop it
+      if (!this.warnedOrphans.has(held.gate)) {
+        this.warnedOrphans.add(held.gate);
+        this.warn(`held msgs of gate ${held.gate}, which is not deployed here, wait for it (retried every ${ORPHAN_RETRY_MS / 1000} s)`);
+      }
+      await this.queue.defer({ ...held, dueAt: Date.now() + ORPHAN_RETRY_MS });
+    }
+    void this.refreshSize();
+  }
+
+  private async refreshSize(): Promise<void> {
+    try {
+      const held = await this.queue.size();
+      if (held === this.held) return;
+      this.held = held;
+      for (const listener of this.sizeListeners) listener(held);
+    } catch {
+      // the store's own errors are reported where sends meet them
+    }
+  }
+}

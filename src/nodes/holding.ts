@@ -1,0 +1,84 @@
+import type { NodeMessage } from "node-red";
+import type { Admission } from "../core/admission";
+import type { DeferredMsg } from "../core/defer";
+import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
+import type { ReleaseHandler } from "../core/deferral/deferrals";
+import { planDeferral } from "../core/deferral/deferralPlan";
+import type { Send } from "../core/send";
+import type { GateStatus } from "./gateStatus";
+import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
+
+export interface HoldingContext extends RefusalContext {
+  deferMaxMs: number;
+  /** spread added to the due time, so held demand does not fire at one instant */
+  jitterMs: number;
+}
+
+/** What of a msg survives the queue: everything a JSON round trip keeps (http req/res objects do not). */
+export function storedMsg(msg: AdmittedMsg): Record<string, unknown> {
+  const { req: _req, res: _res, ...rest } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
+  return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
+}
+
+function firstDeferredAt(admission: Admission): number | undefined {
+  const at = admission.first_deferred_at ? Date.parse(admission.first_deferred_at) : Number.NaN;
+  return Number.isFinite(at) ? at : undefined;
+}
+
+/**
+ * A refused msg whose disposition is defer or collapse: hold it in the
+ * cap-config's durable queue until `dueAt` (earlier claims given back), or, when
+ * it cannot be admitted before its expiresAt or the gate's deferMax, send it out
+ * of skipped with defer_expired. Returns true when it was held (nothing to send now).
+ */
+export async function holdOrExpire(
+  ctx: HoldingContext, msg: AdmittedMsg, refusal: Admission, send: Send, dueAt: number | null,
+  sendSkipped: (msg: NodeMessage) => void, collapseKey?: string,
+): Promise<boolean> {
+  const now = Date.now();
+  const first = firstDeferredAt(refusal);
+  const plan = planDeferral(dueAt, ctx.jitterMs, {
+    now, deferMaxMs: ctx.deferMaxMs,
+    ...(first !== undefined ? { firstDeferredAt: first } : {}),
+    ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
+  });
+  if (plan.kind === "expired") {
+    const expired = expiredAdmission(refusal, plan.deadline, refusal.reason, { gate: ctx.gate, now: new Date(now) });
+    await prepareRefusal(ctx, msg, expired, send.tier);
+    sendSkipped(msg);
+    return false;
+  }
+  await giveBackClaims(ctx, refusal);
+  const held = heldAdmission(refusal, plan.firstDeferredAt);
+  msg.admission = held;
+  await ctx.service.deferrals.hold({
+    id: "", gate: ctx.node.id, dueAt: plan.dueAt, deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt,
+    ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
+    msg: storedMsg(msg),
+  }, collapseKey);
+  return true;
+}
+
+/**
+ * Releases a gate's held msgs: out of deferred with status deferred, release_at
+ * and deferrals (and `collapsed` when msgs were merged), or out of skipped with
+ * defer_expired when its expiresAt passed while it was held.
+ */
+export function releaseHandler(gate: string, status: GateStatus, emit: (output: "skipped" | "deferred", msg: NodeMessage) => void): ReleaseHandler {
+  return (held: DeferredMsg) => {
+    const msg = held.msg as AdmittedMsg;
+    if (held.collapsed && held.collapsed.length > 0) {
+      (msg as AdmittedMsg & { collapsed?: unknown[] }).collapsed = [structuredClone(held.msg), ...held.collapsed];
+    }
+    const now = new Date();
+    if (held.expiresAt !== undefined && now.getTime() > held.expiresAt) {
+      msg.admission = expiredAdmission(msg.admission, held.expiresAt, (msg.admission as Admission | undefined)?.reason, { gate, now });
+      status.skipped();
+      emit("skipped", msg);
+      return;
+    }
+    msg.admission = releasedAdmission(msg.admission, held.dueAt, { gate, now });
+    status.releasedHeld();
+    emit("deferred", msg);
+  };
+}
