@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NodeStatus } from "node-red";
+import { deployGateFlow, sendInOrder, type GateFlow } from "../support/gateFlow";
+import { helper, type Msg } from "../support/nodeRed";
+import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+
+type Admission = { status: string; reason?: string; release_at?: string; deferrals?: number; claims: unknown[]; trail: { status: string }[] };
+const admissionOf = (m: Msg | undefined) => m?.admission as Admission;
+
+for (const store of ["memory", "redis"] as const) {
+  describe(`frequency-cap-gate defer and collapse (${store} store)`, function () {
+    this.timeout(30_000);
+    let keyPrefix: string;
+    const userDir = mkdtempSync(join(tmpdir(), "sendgate-defer-"));
+    const redis = redisClient();
+    before(async () => {
+      helper.settings({ userDir });
+      await helper.startServer();
+    });
+    after(async () => {
+      await helper.stopServer();
+      await redis.quit();
+      rmSync(userDir, { recursive: true, force: true });
+    });
+    beforeEach(() => { keyPrefix = uniquePrefix(`defer-${store}`); });
+    afterEach(async () => {
+      await helper.unload();
+      await dropPrefix(redis, keyPrefix);
+    });
+
+    const deploy = (disposition: string, extra: Record<string, unknown> = {}): Promise<GateFlow> => deployGateFlow({
+      store, config: { keyPrefix, timeoutMs: 2000 }, gate: { deferMax: 60, ...extra },
+      rules: [{ id: "one", scope: "channel", channel: "sms", max_count: 1, window_seconds: 2, disposition }],
+    });
+
+    it("holds a capped msg and releases it by deferred once the slot re-opens, never before, exactly once", async () => {
+      const flow = await deploy("defer");
+      const shown: string[] = [];
+      const original = flow.gate.status.bind(flow.gate);
+      flow.gate.status = (s: string | NodeStatus) => { if (typeof s !== "string") shown.push(String(s.text)); original(s); };
+      const started = Date.now();
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "m1", payload: "first" }]);
+      flow.send({ recipient: "r", channel: "sms", messageId: "m2", payload: { keep: ["me", 1, true, null] }, custom: { deep: { x: 1 } } });
+      await sleep(1200);
+      assert.equal(flow.out.of("deferred").length, 0, "not released before the slot re-opens");
+      assert.equal(flow.out.of("skipped").length, 0);
+      assert.ok(shown.some((t) => t.includes("held 1")), shown.join("\n"));
+      await flow.out.until(2, 5000);
+      const released = flow.out.of("deferred");
+      assert.equal(released.length, 1);
+      const waited = Date.now() - started;
+      assert.ok(waited >= 1900, `released after ${waited} ms`);
+      const msg = released[0] as Msg;
+      assert.equal(msg.messageId, "m2");
+      assert.deepEqual(msg.payload, { keep: ["me", 1, true, null] });
+      assert.deepEqual(msg.custom, { deep: { x: 1 } });
+      const admission = admissionOf(msg);
+      assert.equal(admission.status, "deferred");
+      assert.equal(admission.reason, "frequency_capped");
+      assert.equal(admission.deferrals, 1);
+      assert.ok(Date.parse(admission.release_at ?? "") >= started + 1900);
+      assert.deepEqual(admission.claims, []);
+      await sleep(1000);
+      assert.equal(flow.out.of("deferred").length, 1, "released exactly once");
+
+      // back round the chain: the gate re-checks it and it takes the re-opened slot
+      await sendInOrder(flow, [msg]);
+      assert.equal(flow.out.of("allowed").at(-1)?.messageId, "m2");
+    });
+
+    it("sends a msg that cannot be admitted before its expiresAt to skipped with defer_expired", async () => {
+      const flow = await deploy("defer");
+      await sendInOrder(flow, [
+        { recipient: "r", channel: "sms", messageId: "a" },
+        { recipient: "r", channel: "sms", messageId: "b", expiresAt: Date.now() + 500 },
+      ]);
+      const [expired] = flow.out.of("skipped");
+      assert.equal(admissionOf(expired).reason, "defer_expired");
+      assert.equal((expired?.admission as { error: { code: string } }).error.code, "DEFER_EXPIRED");
+    });
+
+    it("collapses five capped msgs with one topic into one that takes one slot", async () => {
+      const flow = await deploy("collapse");
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first", topic: "news" }]);
+      for (let i = 1; i <= 5; i++) flow.send({ recipient: "r", channel: "sms", messageId: `c${i}`, topic: "news", payload: `update ${i}` });
+      flow.send({ recipient: "r", channel: "sms", messageId: "other-topic", topic: "sport" });
+      await flow.out.until(3, 6000);
+      await sleep(300);
+      const released = flow.out.of("deferred");
+      assert.equal(released.length, 2, "one msg per collapse key");
+      const news = released.find((m) => m.topic === "news") as Msg;
+      const collapsed = news.collapsed as Msg[];
+      assert.deepEqual(collapsed.map((m) => m.messageId), ["c1", "c2", "c3", "c4", "c5"]);
+      assert.equal(news.messageId, "c1");
+      // the merged msg goes round once: one slot, not five
+      await sendInOrder(flow, [news]);
+      assert.equal(flow.out.of("allowed").at(-1)?.messageId, "c1");
+    });
+
+    it("keeps held msgs across a redeploy and releases them afterwards", async () => {
+      let flow = await deploy("defer");
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "x1" }]);
+      flow.send({ recipient: "r", channel: "sms", messageId: "x2", payload: "survivor" });
+      await sleep(300);
+      await helper.unload();
+      flow = await deploy("defer");
+      await flow.out.until(1, 6000);
+      const [released] = flow.out.of("deferred");
+      assert.equal(released?.messageId, "x2");
+      assert.equal(released?.payload, "survivor");
+    });
+  });
+}
