@@ -197,6 +197,31 @@ export function suppressionAdmission(decision: SuppressionDecision, previous: un
   }
 }
 
+/** The msg.admission of a send inside its recipient's quiet window (allowed ones use allowedAdmission). */
+export function quietAdmission(previous: unknown, untilMs: number, disposition: string, ctx: { gate: string; channel: string; now: Date }): Admission {
+  const { claims, trail, deferral } = carried(previous);
+  const at = ctx.now.toISOString();
+  const retry = Number.isFinite(untilMs) ? seconds(untilMs - ctx.now.getTime()) : null;
+  const quietUntil = Number.isFinite(untilMs) ? new Date(untilMs).toISOString() : null;
+  trail.push({ gate: ctx.gate, status: "skipped", reason: "quiet_hours", at });
+  return {
+    status: "skipped", reason: "quiet_hours", gate: ctx.gate, claims, trail, ...deferral,
+    channel: ctx.channel, retry_after_seconds: retry, disposition,
+    error: {
+      code: ERROR_CODES.quiet_hours,
+      message: quietUntil ? `the recipient is in quiet hours until ${quietUntil}` : "the recipient is always in quiet hours",
+      details: { channel: ctx.channel, retry_after_seconds: retry, quiet_until: quietUntil },
+    },
+  };
+}
+
+/** An allowed verdict of a gate that claims nothing (quiet hours), with an optional reason (exempt). */
+export function allowedAdmission(previous: unknown, ctx: { gate: string; now: Date }, reason?: "exempt"): Admission {
+  const { claims, trail, deferral } = carried(previous);
+  trail.push({ gate: ctx.gate, status: "allowed", ...(reason ? { reason } : {}), at: ctx.now.toISOString() });
+  return { status: "allowed", gate: ctx.gate, claims, trail, ...deferral, ...(reason ? { reason } : {}) };
+}
+
 /** After a refusal gave back earlier gates' claims: they are no longer held, and the trail says how many. */
 export function markRefunded(admission: Admission, refunded: number): void {
   admission.claims = [];

@@ -1,0 +1,142 @@
+import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from "node-red";
+import { allowedAdmission, quietAdmission } from "../core/admission";
+import type { CapService } from "../core/capService";
+import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours";
+import { parseSend } from "../core/send";
+import type { CapConfigNode } from "./capConfig";
+import { GateStatus } from "./gateStatus";
+import { holdOrExpire, releaseHandler } from "./holding";
+import { prepareRefusal, type AdmittedMsg } from "./refusal";
+import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
+
+const GATE = "quiet-hours-gate";
+
+export type QuietHoursGateDef = NodeDef & FieldProps & {
+  config?: string;
+  start?: string;
+  end?: string;
+  days?: unknown;
+  timezone?: string;
+  disposition?: string;
+  jitter?: number | string;
+  exemptCategories?: unknown;
+  deferMax?: number | string;
+  httpResponse?: boolean | string;
+};
+
+type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
+type Done = (err?: Error) => void;
+
+function secondsOf(field: string, value: unknown, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${field}: must be seconds >= 0, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function listOf(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String).map((s) => s.trim()).filter((s) => s !== "");
+  if (typeof value === "string") return value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  return [];
+}
+
+/** The gate's own settings, checked at deploy; a bad one names its property. */
+function settingsOf(def: QuietHoursGateDef): { window: QuietWindow; disposition: "defer" | "skip"; jitterMs: number; deferMaxMs: number; exemptCategories: string[] } {
+  const window = parseQuietWindow({
+    start: def.start || "21:00",
+    end: def.end || "08:00",
+    days: def.days === undefined || def.days === "" ? [0, 1, 2, 3, 4, 5, 6] : def.days,
+    timezone: def.timezone || "UTC",
+  });
+  const disposition = def.disposition || "defer";
+  if (disposition !== "defer" && disposition !== "skip") throw new Error(`disposition: must be defer or skip, got ${JSON.stringify(disposition)}`);
+  return {
+    window, disposition,
+    jitterMs: secondsOf("jitter", def.jitter, 900) * 1000,
+    deferMaxMs: secondsOf("deferMax", def.deferMax, 21600) * 1000,
+    exemptCategories: listOf(def.exemptCategories),
+  };
+}
+
+export default function register(RED: NodeAPI): void {
+  function QuietHoursGate(this: Node, def: QuietHoursGateDef): void {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
+    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
+    // this gate's `timezone` property is its default zone (SPEC §11), so the recipient's zone is always msg.timezone
+    const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => f !== "timezone" && f !== "body"));
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+
+    let settings: ReturnType<typeof settingsOf> | undefined;
+    let problem: Error | undefined;
+    try {
+      settings = settingsOf(def);
+    } catch (err) {
+      problem = err as Error;
+    }
+    if (!config) problem = new Error("config: no cap-config selected (its queue holds deferred msgs)");
+    else if (config.problem) problem = config.problem;
+    if (problem) status.broken(problem.message.slice(0, 80));
+
+    const unsubscribe = config?.service ? status.watch(config.service) : undefined;
+    const stopReleasing = config?.service && !problem
+      ? [
+        config.service.deferrals.register(node.id, releaseHandler(GATE, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
+        config.service.deferrals.onSize((held) => status.holding(held)),
+      ]
+      : [];
+
+    async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
+      const service: CapService | undefined = config?.service;
+      if (problem || !service || !settings) throw problem ?? new Error("cap-config: its store is closed");
+      const sendData = parseSend({ ...(await reader.read(msg)), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
+      const now = new Date();
+      const exempt = service.isExempt(sendData.tier) || (sendData.category !== undefined && settings.exemptCategories.includes(sendData.category));
+      if (exempt) {
+        msg.admission = allowedAdmission(msg.admission, { gate: GATE, now }, "exempt");
+        status.allowed();
+        send([msg, null, null]);
+        return;
+      }
+      const window = parseQuietWindow((msg as { quietHours?: unknown }).quietHours, {
+        field: "msg.quietHours",
+        defaults: { ...settings.window, ...(sendData.timezone ? { timezone: sendData.timezone } : {}) },
+      });
+      const until = quietUntil(window, now.getTime());
+      if (until === null) {
+        msg.admission = allowedAdmission(msg.admission, { gate: GATE, now });
+        status.allowed();
+        send([msg, null, null]);
+        return;
+      }
+      const refusal = quietAdmission(msg.admission, until, settings.disposition, { gate: GATE, channel: sendData.channel, now });
+      const ctx = { RED, node, gate: GATE, service, status, httpResponse };
+      if (settings.disposition === "defer") {
+        await holdOrExpire({ ...ctx, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs }, msg, refusal, sendData,
+          Number.isFinite(until) ? until : null, (m) => send([null, m, null]));
+        return;
+      }
+      await prepareRefusal(ctx, msg, refusal, sendData.tier);
+      send([null, msg, null]);
+    }
+
+    node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
+      handle(msg as AdmittedMsg, send).then(
+        () => done(),
+        (err: Error) => {
+          status.error(err.message.slice(0, 60));
+          done(err);
+        },
+      );
+    });
+
+    node.on("close", () => {
+      unsubscribe?.();
+      stopReleasing.forEach((stop) => stop());
+      status.stop();
+    });
+  }
+
+  RED.nodes.registerType(GATE, QuietHoursGate);
+}

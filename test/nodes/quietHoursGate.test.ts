@@ -1,0 +1,91 @@
+import assert from "node:assert/strict";
+import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../support/nodeRed";
+import quietHoursGate from "../../src/nodes/quietHoursGate";
+import { sleep, uniquePrefix } from "../support/redis";
+
+const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+const nextMinute = (ms: number) => Math.floor(ms / 60_000) * 60_000 + 60_000;
+
+/** A UTC quiet window that began two minutes ago and ends at the next minute boundary. */
+function windowAroundNow(): { start: string; end: string; endsAt: number } {
+  const now = Date.now();
+  return { start: hhmm(now - 120_000), end: hhmm(nextMinute(now)), endsAt: nextMinute(now) };
+}
+
+async function deploy(gate: Record<string, unknown>) {
+  await helper.load([...gateNodes, quietHoursGate], [
+    TAB,
+    { id: "cfg", type: "cap-config", store: "memory", keyPrefix: uniquePrefix("quiet"), rules: [] },
+    flowNode({ id: "quiet", type: "quiet-hours-gate", config: "cfg", timezone: "UTC", jitter: 0, ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
+    flowNode({ id: "allowed", type: "helper" }), flowNode({ id: "skipped", type: "helper" }), flowNode({ id: "deferred", type: "helper" }),
+    flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }), flowNode({ id: "caught", type: "helper" }),
+  ]);
+  const out = new Collector(["allowed", "skipped", "deferred", "caught"]);
+  const push = async (msg: Record<string, unknown>) => {
+    const before = out.total();
+    helper.getNode("quiet")?.receive({ recipient: "r", channel: "sms", ...msg });
+    await out.until(before + 1);
+  };
+  return { out, push };
+}
+
+const reasonOf = (m: Msg | undefined) => (m?.admission as { reason?: string } | undefined)?.reason;
+
+describe("quiet-hours-gate (window built around the current time)", function () {
+  this.timeout(90_000);
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  it("lets a send outside the window through and skips one inside it with the wait until its end", async () => {
+    const w = windowAroundNow();
+    const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "skip" });
+    await push({ messageId: "in" });
+    const skipped = out.of("skipped")[0];
+    assert.equal(reasonOf(skipped), "quiet_hours");
+    const retry = (skipped?.admission as { retry_after_seconds: number }).retry_after_seconds;
+    assert.ok(retry >= 1 && retry <= 61 && Math.abs(retry - (w.endsAt - Date.now()) / 1000) < 2, `retry ${retry}`);
+    // the same gate, a recipient whose own window (msg.quietHours) is elsewhere in the day
+    await push({ messageId: "own-window", quietHours: { start: hhmm(Date.now() + 3 * 3600_000), end: hhmm(Date.now() + 4 * 3600_000) } });
+    assert.equal(out.of("allowed")[0]?.messageId, "own-window");
+  });
+
+  it("passes exempt tiers and exempt categories", async () => {
+    const w = windowAroundNow();
+    const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "skip", exemptCategories: "otp, security" });
+    await push({ messageId: "p0", tier: "P0" });
+    await push({ messageId: "otp", category: "otp" });
+    await push({ messageId: "mkt", category: "marketing" });
+    assert.deepEqual(out.of("allowed").map((m) => [m.messageId, reasonOf(m)]), [["p0", "exempt"], ["otp", "exempt"]]);
+    assert.deepEqual(out.of("skipped").map((m) => m.messageId), ["mkt"]);
+  });
+
+  it("uses msg.timezone, and sends an unknown zone to Catch naming it", async () => {
+    const w = windowAroundNow();
+    const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "skip" });
+    // 12 hours away from UTC, the same wall-clock window is not now
+    await push({ messageId: "far", timezone: "Pacific/Kiritimati" });
+    assert.equal(out.of("allowed")[0]?.messageId, "far");
+    await push({ messageId: "mars", timezone: "Mars/Olympus" });
+    assert.match(String((out.of("caught")[0]?.error as { message: string }).message), /timezone: unknown time zone "Mars\/Olympus"/);
+    await push({ messageId: "bad-override", quietHours: { start: "25:00" } });
+    assert.match(String((out.of("caught")[1]?.error as { message: string }).message), /msg\.quietHours\.start/);
+  });
+
+  it("holds a send until the window ends and releases it by deferred, not before", async () => {
+    const w = windowAroundNow();
+    const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "defer" });
+    helper.getNode("quiet")?.receive({ recipient: "r", channel: "sms", messageId: "night", payload: "good morning" });
+    await sleep(200);
+    assert.equal(out.total(), 0, "held, not sent");
+    await out.until(1, 65_000);
+    const [released] = out.of("deferred");
+    assert.ok(Date.now() >= w.endsAt, "not released before the window's end");
+    assert.equal(released?.payload, "good morning");
+    const admission = released?.admission as { status: string; reason: string; release_at: string; deferrals: number };
+    assert.deepEqual([admission.status, admission.reason, admission.deferrals], ["deferred", "quiet_hours", 1]);
+    assert.ok(Date.parse(admission.release_at) >= w.endsAt);
+    await push({ ...(released as Msg) });
+    assert.equal(out.of("allowed").at(-1)?.messageId, "night", "back round the chain after the window it passes");
+  });
+});
