@@ -114,3 +114,26 @@ for (const store of ["memory", "redis"] as const) {
     });
   });
 }
+
+describe("frequency-cap-gate: a calendar cap holds until the recipient's local midnight plus jitter", function () {
+  this.timeout(20_000);
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  it("spreads the release over [midnight, midnight + jitter) in msg.timezone, and names the reset in retry_after", async () => {
+    const flow = await deployGateFlow({
+      store: "memory", config: { keyPrefix: uniquePrefix("cal") }, gate: { deferMax: 3 * 86400, jitter: 600 },
+      rules: [{ id: "daily", scope: "channel", channel: "sms", max_count: 1, window_seconds: 86400, window_type: "calendar_day", disposition: "defer" }],
+    });
+    await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "a", timezone: "Asia/Kathmandu" }]);
+    flow.send({ recipient: "r", channel: "sms", messageId: "b", timezone: "Asia/Kathmandu" });
+    await sleep(200);
+    const { calendarPeriod } = await import("../../src/core/calendarPeriod");
+    const midnight = calendarPeriod("calendar_day", Date.now(), "Asia/Kathmandu").endMs;
+    const service = (helper.getNode("cfg0") as unknown as { service: { deferrals: { queue: { nextDueAt(): Promise<number | null>; size(): Promise<number> } } } }).service;
+    assert.equal(await service.deferrals.queue.size(), 1);
+    const due = await service.deferrals.queue.nextDueAt();
+    assert.ok(due !== null && due >= midnight && due < midnight + 600_000, `due ${due && new Date(due).toISOString()} vs midnight ${new Date(midnight).toISOString()}`);
+  });
+});
