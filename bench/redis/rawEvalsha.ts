@@ -20,14 +20,15 @@ export interface RawRun {
 
 /**
  * The arguments of one claim as the Redis store sends them
- * (numkeys, keys..., member, window ms, max per cap), with keys shaped like
+ * (numkeys, keys..., member, then per cap: window ms, max, reset instant, 0
+ * for these rolling caps: lua/claim.lua takes three per cap since calendar caps), with keys shaped like
  * the gate's (`<prefix>:{<org>|<recipient>}:c:<cap>`) and random recipients
  * and members. Each key draws its own recipient: on a single Redis that costs
  * the same as sharing one.
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
   const keys = rules.map((rule) => `${keyPrefix}:{default|%2B1555${RAND}}:c:${rule.id}`);
-  const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count)]);
+  const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0"]);
   // two draws make the member as good as unique, like a messageId
   return [sha, String(rules.length), ...keys, `m-${RAND}-${RAND}`, ...limits];
 }
