@@ -1,5 +1,6 @@
 import Redis from "ioredis";
 import { Completions } from "./load/completions";
+import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { describeMachine } from "./machine";
 import { measureAll } from "./measureAll";
 import { nodeRedVersion } from "./nodeRed/embeddedRed";
@@ -9,7 +10,8 @@ import { BenchPg } from "./pg/rulesSchema";
 import { loadClaimScript } from "./redis/claimScript";
 import { endpointOf } from "./redis/endpoint";
 import { countKeys, dropKeys, runPrefix } from "./redis/keys";
-import { comparisonLines, loadLine, machineLine, verdictLines } from "./report/summary";
+import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } from "./report/summary";
+import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
@@ -21,7 +23,9 @@ function progress(text: string): void {
 /** `npm run bench`: one markdown table on stdout; progress and Node-RED warnings on stderr. */
 async function main(): Promise<void> {
   const settings = readSettings();
-  const list = scenarios(settings.only);
+  const { defer, rest } = splitDeferNames(settings.only);
+  // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
+  const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
   const prefix = runPrefix();
   // no reconnect loop: an unreachable Redis fails the run instead of holding it open
@@ -45,14 +49,23 @@ async function main(): Promise<void> {
       { red: host.red, completions, redis, endpoint, sha, settings, prefix, progress, ...(pg ? { pg } : {}) },
       list,
     );
+    const deferRows = await measureDefer({ red: host.red, completions, redis, settings, prefix, progress }, defer);
 
     console.log(machineLine(machine, postgres));
-    console.log(loadLine(settings));
-    console.log("");
-    console.log(markdownTable(rows));
-    console.log("");
-    for (const line of comparisonLines(comparisons)) console.log(line);
-    for (const line of verdictLines(verdicts)) console.log(line);
+    if (rows.length > 0) {
+      console.log(loadLine(settings));
+      console.log("");
+      console.log(markdownTable(rows));
+      console.log("");
+      for (const line of comparisonLines(comparisons)) console.log(line);
+      for (const line of verdictLines(verdicts)) console.log(line);
+    }
+    if (deferRows.length > 0) {
+      if (rows.length > 0) console.log("");
+      console.log(deferLoadLine(settings));
+      console.log("");
+      console.log(deferTable(deferRows));
+    }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {
     completions?.uninstall();

@@ -19,8 +19,12 @@ export interface BenchSettings {
   databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
-  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler */
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows */
   only?: string[];
+  /** msgs deferred and released per defer row (the gate row sends each of its recipients two, so twice this many in all) */
+  deferMsgs: number;
+  /** msgs in flight in the defer rows (defer() calls, or msgs in the gate) */
+  deferConcurrency: number;
 }
 
 function whole(name: string, fallback: number, min: number): number {
@@ -50,6 +54,8 @@ export function readSettings(): BenchSettings {
     redisUrl: process.env.REDIS_URL || "redis://127.0.0.1:6379",
     databaseUrl: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test",
     seed: whole("BENCH_SEED", 20_240_601, 0),
+    deferMsgs: whole("BENCH_DEFER_MSGS", 20_000, 1),
+    deferConcurrency: whole("BENCH_DEFER_CONCURRENCY", 256, 1),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { deferWarmup } from "../defer/measureDefer";
 import type { Verdicts } from "../load/verdicts";
 import type { Machine } from "../machine";
 import type { BenchSettings } from "../settings";
@@ -13,6 +14,12 @@ export function loadLine(settings: BenchSettings): string {
   return `load: ${n.format(settings.msgs)} msgs per scenario over ${n.format(settings.recipients)} recipients, `
     + `after ${n.format(settings.warmup)} warm-up msgs to other recipients, ${settings.concurrency} in flight; `
     + `raw: redis-benchmark -n ${settings.rawRequests} -c ${settings.rawClients} -P 1 -r ${settings.rawKeyspace} EVALSHA <claim.lua sha> <same keys and args>`;
+}
+
+export function deferLoadLine(settings: BenchSettings): string {
+  return `defer: msgs held in and released from a cap-config's durable queue on Redis (lua/defer_put, defer_take, defer_ack); `
+    + `${n.format(settings.deferMsgs)} msgs per row after an unreported ${n.format(deferWarmup(settings))}, ${settings.deferConcurrency} in flight; `
+    + `gate row: cap { max_count: 1, window_seconds: 1, disposition: "defer" }, each recipient sent 2 msgs, the 2nd held until its slot frees, released/s paced by those due times`;
 }
 
 export interface ScenarioVerdicts {
