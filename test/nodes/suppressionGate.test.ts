@@ -27,6 +27,7 @@ for (const store of ["memory", "redis"] as const) {
     after(async () => {
       await helper.stopServer();
       await redis.quit();
+      helper.settings({ userDir: undefined }); // later suites must not restore this suite's memory stores
       rmSync(userDir, { recursive: true, force: true });
     });
     beforeEach(() => { keyPrefix = uniquePrefix(`sup-${store}`); });
