@@ -1,11 +1,12 @@
-import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from "node-red";
+import type { Node, NodeAPI, NodeDef } from "node-red";
 import { capAdmission, carried } from "../core/admission";
 import { parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { holdOrExpire, releaseHandler } from "./holding";
+import { releaseHeldMsgs, serveGate, type SendFn } from "./gateNode";
+import { holdOrExpire } from "./holding";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
 
@@ -27,8 +28,6 @@ function seconds(value: unknown, fallback: number): number {
   return value === undefined || value === "" || !Number.isFinite(n) || n < 0 ? fallback : n;
 }
 
-type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
-type Done = (err?: Error) => void;
 
 export default function register(RED: NodeAPI): void {
   function FrequencyCapGate(this: Node, def: FrequencyCapGateDef): void {
@@ -51,10 +50,7 @@ export default function register(RED: NodeAPI): void {
     const jitterMs = seconds(def.jitter, 900) * 1000;
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     const stopReleasing = config?.service && !problem && mode === "claim"
-      ? [
-        config.service.deferrals.register(node.id, releaseHandler(GATE, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
-        config.service.deferrals.onSize((held) => status.holding(held)),
-      ]
+      ? releaseHeldMsgs(config.service, node, GATE, status)
       : [];
 
     async function readSend(msg: AdmittedMsg, service: CapService): Promise<Send> {
@@ -123,21 +119,7 @@ export default function register(RED: NodeAPI): void {
       return claim(msg, send, service);
     }
 
-    node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
-      handle(msg as AdmittedMsg, send).then(
-        () => done(),
-        (err: Error) => {
-          status.error(err.message.slice(0, 60));
-          done(err);
-        },
-      );
-    });
-
-    node.on("close", () => {
-      unsubscribe?.();
-      stopReleasing.forEach((stop) => stop());
-      status.stop();
-    });
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing]);
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

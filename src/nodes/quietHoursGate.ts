@@ -1,11 +1,12 @@
-import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from "node-red";
+import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, quietAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours";
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
-import { holdOrExpire, releaseHandler } from "./holding";
+import { releaseHeldMsgs, serveGate, type SendFn } from "./gateNode";
+import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -24,8 +25,6 @@ export type QuietHoursGateDef = NodeDef & FieldProps & {
   httpResponse?: boolean | string;
 };
 
-type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
-type Done = (err?: Error) => void;
 
 function secondsOf(field: string, value: unknown, fallback: number): number {
   if (value === undefined || value === "") return fallback;
@@ -81,10 +80,7 @@ export default function register(RED: NodeAPI): void {
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     const stopReleasing = config?.service && !problem
-      ? [
-        config.service.deferrals.register(node.id, releaseHandler(GATE, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
-        config.service.deferrals.onSize((held) => status.holding(held)),
-      ]
+      ? releaseHeldMsgs(config.service, node, GATE, status)
       : [];
 
     async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
@@ -121,21 +117,7 @@ export default function register(RED: NodeAPI): void {
       send([null, msg, null]);
     }
 
-    node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
-      handle(msg as AdmittedMsg, send).then(
-        () => done(),
-        (err: Error) => {
-          status.error(err.message.slice(0, 60));
-          done(err);
-        },
-      );
-    });
-
-    node.on("close", () => {
-      unsubscribe?.();
-      stopReleasing.forEach((stop) => stop());
-      status.stop();
-    });
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing]);
   }
 
   RED.nodes.registerType(GATE, QuietHoursGate);

@@ -1,9 +1,10 @@
-import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from "node-red";
+import type { Node, NodeAPI, NodeDef } from "node-red";
 import { suppressionAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
+import { serveGate, type SendFn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -17,8 +18,6 @@ export type SuppressionGateDef = NodeDef & FieldProps & {
   httpResponse?: boolean | string;
 };
 
-type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
-type Done = (err?: Error) => void;
 
 function windowSeconds(value: unknown): number | Error {
   if (value === undefined || value === "") return 86400;
@@ -78,20 +77,7 @@ export default function register(RED: NodeAPI): void {
       return admit(msg, send, service);
     }
 
-    node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
-      handle(msg as AdmittedMsg, send).then(
-        () => done(),
-        (err: Error) => {
-          status.error(err.message.slice(0, 60));
-          done(err);
-        },
-      );
-    });
-
-    node.on("close", () => {
-      unsubscribe?.();
-      status.stop();
-    });
+    serveGate(node, status, handle, [unsubscribe]);
   }
 
   RED.nodes.registerType(GATE, SuppressionGate);

@@ -1,0 +1,37 @@
+import type { Node, NodeMessage, NodeMessageInFlow } from "node-red";
+import type { CapService } from "../core/capService";
+import type { GateStatus } from "./gateStatus";
+import { releaseHandler } from "./holding";
+import type { AdmittedMsg } from "./refusal";
+
+export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
+type Done = (err?: Error) => void;
+
+/**
+ * A gate's input and close, the Node-RED way: the handler is declared as
+ * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
+ * which hands the msg to a Catch node; on close every subscription ends.
+ */
+export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn) => Promise<void>, cleanups: readonly ((() => void) | undefined)[]): void {
+  node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
+    handle(msg as AdmittedMsg, send).then(
+      () => done(),
+      (err: Error) => {
+        status.error(err.message.slice(0, 60));
+        done(err);
+      },
+    );
+  });
+  node.on("close", () => {
+    cleanups.forEach((cleanup) => cleanup?.());
+    status.stop();
+  });
+}
+
+/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many are held. */
+export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): (() => void)[] {
+  return [
+    service.deferrals.register(node.id, releaseHandler(gate, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
+    service.deferrals.onSize((held) => status.holding(held)),
+  ];
+}
