@@ -44,7 +44,11 @@ export default function register(RED: NodeAPI): void {
       : config.problem ?? (!(MODES as readonly string[]).includes(mode)
         ? new Error(`mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`)
         : undefined);
-    if (problem) status.broken(problem.message.slice(0, 80));
+    if (problem) {
+      // a cap-config's own problem is already logged by it; a gate logs its own
+      if (problem !== config?.problem) node.error(problem.message);
+      status.broken(problem.message.slice(0, 80));
+    }
 
     const deferMaxMs = seconds(def.deferMax, 21600) * 1000;
     const jitterMs = seconds(def.jitter, 900) * 1000;

@@ -64,7 +64,8 @@ export default function register(RED: NodeAPI): void {
     const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     // this gate's `timezone` property is its default zone (SPEC §11), so the recipient's zone is always msg.timezone
-    const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => f !== "timezone" && f !== "body"));
+    // attributes and recipientLimits mean nothing to quiet hours: not read, so a malformed one cannot stop a send here
+    const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits"].includes(f)));
     const status = new GateStatus(node, config?.service?.store.kind ?? "store");
 
     let settings: ReturnType<typeof settingsOf> | undefined;
@@ -76,7 +77,10 @@ export default function register(RED: NodeAPI): void {
     }
     if (!config) problem = new Error("config: no cap-config selected (its queue holds deferred msgs)");
     else if (config.problem) problem = config.problem;
-    if (problem) status.broken(problem.message.slice(0, 80));
+    if (problem) {
+      if (problem !== config?.problem) node.error(problem.message);
+      status.broken(problem.message.slice(0, 80));
+    }
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     const stopReleasing = config?.service && !problem

@@ -38,7 +38,11 @@ export default function register(RED: NodeAPI): void {
     const problem = !config
       ? new Error("config: no cap-config selected")
       : config.problem ?? (duplicateWindow instanceof Error ? duplicateWindow : undefined);
-    if (problem) status.broken(problem.message.slice(0, 80));
+    if (problem) {
+      // a cap-config's own problem is already logged by it; a gate logs its own
+      if (problem !== config?.problem) node.error(problem.message);
+      status.broken(problem.message.slice(0, 80));
+    }
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
 
     /** A control msg changes the block list and goes no further: it is not a send. */
