@@ -49,7 +49,9 @@ export class SendReader {
     const raw: Record<string, unknown> = {};
     for (const [field, reader] of this.readers) {
       try {
-        raw[field] = await reader(msg);
+        // msg paths answer at once; only JSONata and friends need a tick
+        const value = reader(msg);
+        raw[field] = value instanceof Promise ? await value : value;
       } catch (err) {
         throw new Error(`${field}: could not be read (${(err as Error).message})`);
       }

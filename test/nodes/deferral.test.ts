@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { NodeStatus } from "node-red";
 import { deployGateFlow, sendInOrder, type GateFlow } from "../support/gateFlow";
+import { useUserDir } from "../support/userDir";
 import { helper, type Msg } from "../support/nodeRed";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 
@@ -14,17 +12,12 @@ for (const store of ["memory", "redis"] as const) {
   describe(`frequency-cap-gate defer and collapse (${store} store)`, function () {
     this.timeout(30_000);
     let keyPrefix: string;
-    const userDir = mkdtempSync(join(tmpdir(), "sendgate-defer-"));
     const redis = redisClient();
-    before(async () => {
-      helper.settings({ userDir });
-      await helper.startServer();
-    });
+    useUserDir("defer");
+    before(() => helper.startServer());
     after(async () => {
       await helper.stopServer();
       await redis.quit();
-      helper.settings({ userDir: undefined }); // later suites must not restore this suite's memory stores
-      rmSync(userDir, { recursive: true, force: true });
     });
     beforeEach(() => { keyPrefix = uniquePrefix(`defer-${store}`); });
     afterEach(async () => {

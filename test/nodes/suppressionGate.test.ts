@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { useUserDir } from "../support/userDir";
 import { helper, type Msg } from "../support/nodeRed";
 import { deployChain, push } from "../support/chainFlow";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
@@ -18,17 +16,12 @@ for (const store of ["memory", "redis"] as const) {
   describe(`suppression-gate and the admission chain (${store} store)`, function () {
     this.timeout(30_000);
     let keyPrefix: string;
-    const userDir = mkdtempSync(join(tmpdir(), "sendgate-user-"));
     const redis = redisClient();
-    before(async () => {
-      helper.settings({ userDir });
-      await helper.startServer();
-    });
+    useUserDir("user");
+    before(() => helper.startServer());
     after(async () => {
       await helper.stopServer();
       await redis.quit();
-      helper.settings({ userDir: undefined }); // later suites must not restore this suite's memory stores
-      rmSync(userDir, { recursive: true, force: true });
     });
     beforeEach(() => { keyPrefix = uniquePrefix(`sup-${store}`); });
     afterEach(async () => {
