@@ -3,10 +3,10 @@ import { DeferPoller, RedisDeferQueue, type DeferInput, type DeferQueue, type De
 import { CHANNEL } from "../scenarios";
 import type { DeferRow } from "../report/deferTable";
 
-/** The cap-config's poller settings (src/core/deferral/deferrals.ts): batch 100, lease 30 s, idle 250 ms. */
-const BATCH = 100;
-const LEASE_MS = 30_000;
-const IDLE_MS = 250;
+import { DEFER_POLLING } from "../../src/core/deferral/deferrals";
+
+/** The cap-config's poller settings */
+const { batch: BATCH, leaseMs: LEASE_MS, idleMs: IDLE_MS } = DEFER_POLLING;
 /** give up when no msg is deferred or acked for this long */
 const STALL_MS = 10_000;
 
