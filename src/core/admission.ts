@@ -106,6 +106,13 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
   switch (decision.kind) {
     case "exempt":
     case "fail_open": {
+      // a claim that timed out may still have landed in Redis: record it, so a later refusal or release gives it back
+      if (decision.kind === "fail_open" && decision.caps && decision.member !== undefined && decision.caps.length > 0) {
+        claims.push({
+          gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: decision.member,
+          keys: decision.caps.map((c) => c.key), cap_ids: decision.caps.map((c) => c.rule.id), at,
+        });
+      }
       trail.push({ gate: ctx.gate, status: "allowed", reason: decision.kind, at });
       return { status: "allowed", reason: decision.kind, ...base };
     }

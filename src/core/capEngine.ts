@@ -29,7 +29,8 @@ export type CapDecision =
   | { kind: "exempt" }
   | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; member: string }
   | { kind: "capped"; blocking: BlockingCap[]; retryAfterMs: number | null }
-  | { kind: "fail_open"; error: StoreUnavailableError };
+  /** caps and member are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
+  | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; member?: string };
 
 export interface CapUsage {
   cap_id: string;
@@ -75,7 +76,11 @@ export class CapEngine {
     if (caps.length === 0) return { kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, member: send.messageId };
     const specs = counterSpecs(caps);
     const outcome = await this.options.access.decide(send.org, send.channel, (store) => store.claim(send.messageId, specs));
-    if (outcome instanceof StoreUnavailableError) return { kind: "fail_open", error: outcome };
+    if (outcome instanceof StoreUnavailableError) {
+      return outcome.kind === "timeout"
+        ? { kind: "fail_open", error: outcome, caps, member: send.messageId }
+        : { kind: "fail_open", error: outcome };
+    }
     if (outcome.allowed) return { kind: "allowed", caps, outcome, member: send.messageId };
     return blockedDecision(caps, outcome);
   }

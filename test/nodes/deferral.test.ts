@@ -94,6 +94,26 @@ for (const store of ["memory", "redis"] as const) {
       assert.equal(flow.out.of("allowed").at(-1)?.messageId, "c1");
     });
 
+    it("keeps collapse keys of different tenants apart, and sends a merged msg past its expiresAt to skipped", async () => {
+      const flow = await deploy("collapse");
+      await sendInOrder(flow, [
+        { org: "a|b", recipient: "c", channel: "sms", messageId: "t1", topic: "x" },
+        { org: "a", recipient: "b|c", channel: "sms", messageId: "t2", topic: "x" },
+      ]);
+      flow.send({ org: "a|b", recipient: "c", channel: "sms", messageId: "h1", topic: "x" });
+      flow.send({ org: "a", recipient: "b|c", channel: "sms", messageId: "h2", topic: "x" });
+      flow.send({ org: "a", recipient: "b|c", channel: "sms", messageId: "h3", topic: "x", expiresAt: Date.now() + 500 });
+      flow.send({ org: "a", recipient: "b|c", channel: "sms", messageId: "h4", topic: "x" });
+      await flow.out.until(5, 6000);
+      await sleep(300);
+      const released = flow.out.of("deferred");
+      assert.deepEqual(released.map((m) => m.messageId).sort(), ["h1", "h2"], "one held msg per tenant");
+      assert.equal(released.find((m) => m.messageId === "h1")?.collapsed, undefined, "nothing merged into the other tenant");
+      assert.deepEqual((released.find((m) => m.messageId === "h2")?.collapsed as Msg[]).map((m) => m.messageId), ["h2", "h4"]);
+      const expired = flow.out.of("skipped");
+      assert.deepEqual(expired.map((m) => [m.messageId, admissionOf(m).reason]), [["h3", "defer_expired"]]);
+    });
+
     it("keeps held msgs across a redeploy and releases them afterwards", async () => {
       let flow = await deploy("defer");
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "x1" }]);

@@ -42,9 +42,13 @@ export class MemoryDeferQueue implements DeferQueue {
   private readonly leased = new Set<string>();
   private readonly collapse = new Map<string, string>();
 
+  private closed = false;
+
   constructor(private readonly clock: DeferClock = Date.now) {}
 
   async defer(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
+    // after close the cap-config has saved the queue: a msg accepted now would be lost
+    if (this.closed) throw new Error("defer queue is closed");
     const { id, releaseAt, stored } = prepareDeferral(entry);
     const key = collapseKey ?? "";
     if (key !== "") {
@@ -116,7 +120,7 @@ export class MemoryDeferQueue implements DeferQueue {
   }
 
   async close(): Promise<void> {
-    // nothing to let go: the cap-config saves snapshot() before it drops the queue
+    this.closed = true;
   }
 
   /** Everything held, leased msgs as due again (their instance is going away). */

@@ -6,13 +6,12 @@ export interface DeferralContext {
 }
 
 /**
- * The admission of a msg the moment a gate holds it: it owns no claims any more
- * (they were given back), and it counts this deferral.
+ * The admission of a msg the moment a gate holds it: its claims were given back
+ * (any left could not be, and stay on it), and it counts this deferral.
  */
 export function heldAdmission(refusal: Admission, firstDeferredAt: number): Admission {
   return {
     ...refusal,
-    claims: [],
     deferrals: (refusal.deferrals ?? 0) + 1,
     first_deferred_at: refusal.first_deferred_at ?? new Date(firstDeferredAt).toISOString(),
   };

@@ -22,19 +22,24 @@ export class Deferrals {
   private readonly poller: DeferPoller;
   private sizeTimer: NodeJS.Timeout | undefined;
   private held = 0;
+  private closing = false;
+  private lastWarning = "";
 
   constructor(readonly queue: DeferQueue, private readonly warn: (text: string) => void) {
     this.poller = new DeferPoller({
       queue, ...DEFER_POLLING,
       onDue: (msgs) => this.release(msgs),
-      onError: (err) => this.warn(`defer queue: ${err instanceof Error ? err.message : String(err)}`),
+      onError: (err) => this.warnOnce(`defer queue: ${err instanceof Error ? err.message : String(err)}`),
     });
   }
 
   /** A gate releases its own held msgs from now on (and the poller runs while any gate is registered). */
   register(gate: string, handler: ReleaseHandler): () => void {
     this.handlers.set(gate, handler);
-    if (!this.poller.running) this.poller.start();
+    // on the next turn: the runtime creates a flow's nodes one after another, and every gate should be here first
+    setImmediate(() => {
+      if (this.handlers.size > 0 && !this.poller.running && !this.closing) this.poller.start();
+    });
     if (!this.sizeTimer) {
       this.sizeTimer = setInterval(() => void this.refreshSize(), SIZE_REFRESH_MS);
       this.sizeTimer.unref();
@@ -59,12 +64,14 @@ export class Deferrals {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     if (this.sizeTimer) clearInterval(this.sizeTimer);
     await this.poller.stop();
     await this.queue.close();
   }
 
   private async release(msgs: DeferredMsg[]): Promise<void> {
+    this.lastWarning = "";
     for (const held of msgs) {
       const handler = this.handlers.get(held.gate);
       if (handler) {
@@ -76,9 +83,21 @@ export class Deferrals {
         this.warnedOrphans.add(held.gate);
         this.warn(`held msgs of gate ${held.gate}, which is not deployed here, wait for it (retried every ${ORPHAN_RETRY_MS / 1000} s)`);
       }
-      await this.queue.defer({ ...held, dueAt: Date.now() + ORPHAN_RETRY_MS });
+      try {
+        await this.queue.defer({ ...held, dueAt: Date.now() + ORPHAN_RETRY_MS });
+      } catch (err) {
+        // not put back: it stays leased and comes back when the lease ends; the batch's released msgs still get acked
+        this.warnOnce(`defer queue: could not put back a msg of gate ${held.gate}: ${(err as Error).message}`);
+      }
     }
     void this.refreshSize();
+  }
+
+  /** The same failure repeats every poll while Redis is down: say it once per outage. */
+  private warnOnce(text: string): void {
+    if (text === this.lastWarning) return;
+    this.lastWarning = text;
+    this.warn(text);
   }
 
   private async refreshSize(): Promise<void> {

@@ -16,6 +16,8 @@ export class PostgresRules implements RulesProvider {
   readonly source = "postgres" as const;
   private pgSource: PgRuleSource | undefined;
   private readonly firstAttempt: Promise<void>;
+  /** the open in progress (the first, or a retry) */
+  private attempt: Promise<void>;
   private readonly stateHolder = new StateHolderOf<RulesProviderState>("unavailable");
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -27,7 +29,7 @@ export class PostgresRules implements RulesProvider {
     /** runs once PostgreSQL is reached (the block list's table and load use the same pool) */
     private readonly onOpen?: (source: PgRuleSource) => Promise<void>,
   ) {
-    this.firstAttempt = this.open();
+    this.firstAttempt = this.attempt = this.open();
   }
 
   /** The open source, for the admin API; throws while PostgreSQL has not been reached. */
@@ -53,7 +55,7 @@ export class PostgresRules implements RulesProvider {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    await this.firstAttempt;
+    await this.attempt;
     await this.pgSource?.close();
   }
 
@@ -68,6 +70,10 @@ export class PostgresRules implements RulesProvider {
       if (this.onOpen) {
         await this.onOpen(source).catch((err: Error) => options.warn(`after reaching the rules database: ${err.message}`));
       }
+      if (this.closed) {
+        await source.close();
+        return;
+      }
       this.pgSource = source;
       if (this.attempts > 0) options.warn("rules database reached: caps from PostgreSQL are in force again");
       this.stateHolder.set(source.state());
@@ -78,7 +84,7 @@ export class PostgresRules implements RulesProvider {
       const delay = RETRY_OPEN_MS[Math.min(this.attempts, RETRY_OPEN_MS.length - 1)] as number;
       this.attempts++;
       if (!this.closed) {
-        this.retryTimer = setTimeout(() => { void this.open(); }, delay);
+        this.retryTimer = setTimeout(() => { this.attempt = this.open(); }, delay);
         this.retryTimer.unref();
       }
     }

@@ -65,6 +65,18 @@ export function validateRules(inputs: unknown, knownChannels?: readonly string[]
       else seen.set(idKey, index);
     }
   });
+  // a rule for every org and one for a single org under the same id would count in one counter
+  const everyOrg = new Map<string, number>();
+  inputs.forEach((input, index) => {
+    const rule = input as { id?: unknown; org?: unknown } | null;
+    if (typeof rule?.id === "string" && rule.org === undefined) everyOrg.set(rule.id, index);
+  });
+  inputs.forEach((input, index) => {
+    const rule = input as { id?: unknown; org?: unknown } | null;
+    if (typeof rule?.id === "string" && rule.org !== undefined && everyOrg.has(rule.id)) {
+      problems.push(`rule ${index} ("${rule.id}") id: also the id of rule ${everyOrg.get(rule.id)}, which applies to every org; give one of them another id`);
+    }
+  });
   if (problems.length > 0) throw new RuleValidationError(problems);
   return (inputs as CapRuleInput[]).map((r) => withDefaults(r));
 }
