@@ -1,3 +1,4 @@
+import { ms, renderTable, whole } from "./markdown";
 /** One row of the defer table: msgs held in and released from a cap-config's durable queue. */
 export interface DeferRow {
   path: string;
@@ -15,11 +16,6 @@ export interface DeferRow {
 const HEADER = ["path", "msgs", "deferred/s", "released/s", "release lateness p50 / p99 ms", "how"];
 const RIGHT = [false, true, true, true, true, false];
 
-const whole = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
-
-function ms(value: number): string {
-  return value < 10 ? value.toFixed(2) : value.toFixed(1);
-}
 
 function cells(row: DeferRow): string[] {
   return [
@@ -34,10 +30,5 @@ function cells(row: DeferRow): string[] {
 
 /** The defer rows as a markdown table, padded like the main one. */
 export function deferTable(rows: readonly DeferRow[]): string {
-  const body = rows.map(cells);
-  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] as string).length)));
-  const line = (values: readonly string[]): string =>
-    `| ${values.map((v, i) => (RIGHT[i] ? v.padStart(widths[i] as number) : v.padEnd(widths[i] as number))).join(" | ")} |`;
-  const rule = `|${widths.map((w, i) => (RIGHT[i] ? `${"-".repeat(w + 1)}:` : `${"-".repeat(w + 2)}`)).join("|")}|`;
-  return [line(HEADER), rule, ...body.map(line)].join("\n");
+  return renderTable(HEADER, RIGHT, rows.map(cells));
 }

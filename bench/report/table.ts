@@ -1,3 +1,4 @@
+import { ms, renderTable, whole } from "./markdown";
 export interface Row {
   scenario: string;
   store: string;
@@ -17,11 +18,6 @@ export interface Row {
 const HEADER = ["scenario", "store", "rules", "caps", "msgs/s through Node-RED", "p50 ms", "p99 ms", "raw Redis EVALSHA/s", "gate ÷ raw", "admitted", "pg ÷ inline msgs/s"];
 const RIGHT = [false, false, false, true, true, true, true, true, true, true, true];
 
-const whole = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
-
-function ms(value: number): string {
-  return value < 10 ? value.toFixed(2) : value.toFixed(1);
-}
 
 function cells(row: Row): string[] {
   return [
@@ -41,10 +37,5 @@ function cells(row: Row): string[] {
 
 /** A markdown table, columns padded so it reads in a terminal too. */
 export function markdownTable(rows: readonly Row[]): string {
-  const body = rows.map(cells);
-  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] as string).length)));
-  const line = (values: readonly string[]): string =>
-    `| ${values.map((v, i) => (RIGHT[i] ? v.padStart(widths[i] as number) : v.padEnd(widths[i] as number))).join(" | ")} |`;
-  const rule = `|${widths.map((w, i) => (RIGHT[i] ? `${"-".repeat(w + 1)}:` : `${"-".repeat(w + 2)}`)).join("|")}|`;
-  return [line(HEADER), rule, ...body.map(line)].join("\n");
+  return renderTable(HEADER, RIGHT, rows.map(cells));
 }

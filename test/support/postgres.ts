@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
 import { Pool } from "pg";
+import { migrateRulesTable } from "../../src/core/pgRules/migration";
+import { rulesTable, type RulesTable } from "../../src/core/pgRules/tableName";
 
 const run = promisify(execFile);
 
@@ -84,4 +86,19 @@ export class OwnPostgres {
   cleanUp(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** A schema of the test's own holding a migrated rules table; close it with closeMigratedSchema. */
+export async function openMigratedSchema(label: string): Promise<{ pool: Pool; schema: string; table: RulesTable }> {
+  const pool = testPool();
+  const schema = uniqueSchema(label);
+  await createSchema(pool, schema);
+  const table = rulesTable(`${schema}.frequency_caps`);
+  await migrateRulesTable(pool, table);
+  return { pool, schema, table };
+}
+
+export async function closeMigratedSchema(db: { pool: Pool; schema: string }): Promise<void> {
+  await dropSchema(db.pool, db.schema);
+  await db.pool.end();
 }

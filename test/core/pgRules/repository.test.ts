@@ -3,10 +3,9 @@ import type { Pool } from "pg";
 import { DEFAULT_CHANNELS } from "../../../src/core/channels";
 import { RuleValidationError } from "../../../src/core/errors";
 import { RuleConflictError } from "../../../src/core/pgRules/errors";
-import { migrateRulesTable } from "../../../src/core/pgRules/migration";
 import { PgRuleRepository } from "../../../src/core/pgRules/pgRuleRepository";
-import { rulesTable, type RulesTable } from "../../../src/core/pgRules/tableName";
-import { createSchema, dropSchema, testPool, uniqueSchema } from "../../support/postgres";
+import type { RulesTable } from "../../../src/core/pgRules/tableName";
+import { closeMigratedSchema, openMigratedSchema } from "../../support/postgres";
 
 describe("core/pgRules: PgRuleRepository (real PostgreSQL)", () => {
   let pool: Pool;
@@ -16,11 +15,7 @@ describe("core/pgRules: PgRuleRepository (real PostgreSQL)", () => {
   let repo: PgRuleRepository;
 
   before(async () => {
-    pool = testPool();
-    schema = uniqueSchema("repo");
-    await createSchema(pool, schema);
-    table = rulesTable(`${schema}.frequency_caps`);
-    await migrateRulesTable(pool, table);
+    ({ pool, schema, table } = await openMigratedSchema("repo"));
   });
 
   beforeEach(async () => {
@@ -29,10 +24,7 @@ describe("core/pgRules: PgRuleRepository (real PostgreSQL)", () => {
     repo = new PgRuleRepository({ db: pool, table, knownChannels: DEFAULT_CHANNELS, warn: (t) => warnings.push(t) });
   });
 
-  after(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
+  after(() => closeMigratedSchema({ pool, schema }));
 
   it("round-trips a full §4 rule: create, get, update, list, delete", async () => {
     const created = await repo.create("acme", {

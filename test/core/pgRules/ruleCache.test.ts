@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import type { Pool } from "pg";
 import { RulesUnavailableError } from "../../../src/core/pgRules/errors";
-import { migrateRulesTable } from "../../../src/core/pgRules/migration";
 import { createRulesPool } from "../../../src/core/pgRules/pgPool";
 import { PgRuleRepository } from "../../../src/core/pgRules/pgRuleRepository";
 import { RuleCache } from "../../../src/core/pgRules/ruleCache";
-import { rulesTable, type RulesTable } from "../../../src/core/pgRules/tableName";
-import { createSchema, dropSchema, testPool, uniqueSchema } from "../../support/postgres";
+import type { RulesTable } from "../../../src/core/pgRules/tableName";
+import { closeMigratedSchema, openMigratedSchema } from "../../support/postgres";
 import { sleep } from "../../support/redis";
 
 describe("core/pgRules: RuleCache over a real PostgreSQL", () => {
@@ -17,11 +16,7 @@ describe("core/pgRules: RuleCache over a real PostgreSQL", () => {
   let warnings: string[];
 
   before(async () => {
-    pool = testPool();
-    schema = uniqueSchema("cache");
-    await createSchema(pool, schema);
-    table = rulesTable(`${schema}.frequency_caps`);
-    await migrateRulesTable(pool, table);
+    ({ pool, schema, table } = await openMigratedSchema("cache"));
   });
 
   beforeEach(async () => {
@@ -34,10 +29,7 @@ describe("core/pgRules: RuleCache over a real PostgreSQL", () => {
     await repo.create("globex", { id: "sms-1", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60 });
   });
 
-  after(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
+  after(() => closeMigratedSchema({ pool, schema }));
 
   function cache(ttlMs = 30_000): RuleCache {
     return new RuleCache({ load: (org, channel) => repo.rulesFor(org, channel), ttlMs, warn: (t) => warnings.push(t) });

@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
+import { seededRandom } from "../../../bench/load/random";
 import { QuietHoursError, parseQuietWindow, quietUntil, releaseAt } from "../../../src/core/quietHours";
 
-/** mulberry32: a tiny seeded PRNG, so the spread below is the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// the bench's seeded PRNG: the spread below is the same on every run
+const seeded = seededRandom;
 
 describe("core/quietHours/jitter", () => {
   const end = Date.UTC(2026, 2, 8, 12, 0); // 08:00 EDT, the end of a New York night
