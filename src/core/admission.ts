@@ -1,3 +1,4 @@
+import type { ApplicableCap } from "./applicableCaps";
 import type { CapDecision } from "./capEngine";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
 
@@ -97,6 +98,14 @@ export function seconds(ms: number | null): number | null {
   return ms === null ? null : Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** The claim of slots in some caps' counters, to be given back by `release`. */
+function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], member: string, at: string): AdmissionClaim {
+  return {
+    gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member,
+    keys: caps.map((c) => c.key), cap_ids: caps.map((c) => c.rule.id), at,
+  };
+}
+
 /** The msg.admission a frequency-cap gate writes for its decision, keeping earlier gates' claims and trail. */
 export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapGateContext): Admission {
   const { claims, trail, deferral } = carried(previous);
@@ -108,10 +117,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
     case "fail_open": {
       // a claim that timed out may still have landed in Redis: record it, so a later refusal or release gives it back
       if (decision.kind === "fail_open" && decision.caps && decision.member !== undefined && decision.caps.length > 0) {
-        claims.push({
-          gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: decision.member,
-          keys: decision.caps.map((c) => c.key), cap_ids: decision.caps.map((c) => c.rule.id), at,
-        });
+        claims.push(capClaim(ctx, decision.caps, decision.member, at));
       }
       trail.push({ gate: ctx.gate, status: "allowed", reason: decision.kind, at });
       return { status: "allowed", reason: decision.kind, ...base };
@@ -119,12 +125,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
     case "allowed": {
       // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt
       const taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false);
-      if (taken.length > 0) {
-        claims.push({
-          gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: decision.member,
-          keys: taken.map((c) => c.key), cap_ids: taken.map((c) => c.rule.id), at,
-        });
-      }
+      if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.member, at));
       trail.push({ gate: ctx.gate, status: "allowed", at });
       const remaining = decision.caps.length === 0
         ? undefined

@@ -49,8 +49,9 @@ export interface CapUsage {
 export class CapEngine {
   constructor(private readonly options: CapEngineOptions) {}
 
-  isExempt(send: Send): boolean {
-    return send.tier !== undefined && this.options.exemptTiers.includes(send.tier);
+  /** Exempt tiers (cap-config exemptTiers) are neither checked nor recorded. */
+  isExempt(tier: string | undefined): boolean {
+    return tier !== undefined && this.options.exemptTiers.includes(tier);
   }
 
   capsFor(send: Send, rules: readonly CapRule[]): ApplicableCap[] {
@@ -69,7 +70,7 @@ export class CapEngine {
   }
 
   async claim(send: Send): Promise<CapDecision> {
-    if (this.isExempt(send)) return { kind: "exempt" };
+    if (this.isExempt(send.tier)) return { kind: "exempt" };
     const rules = await this.rulesOf(send);
     if (rules instanceof StoreUnavailableError) return { kind: "fail_open", error: rules };
     const caps = this.capsFor(send, rules);
@@ -115,7 +116,7 @@ export class CapEngine {
 
   /** record mode: count the send in every applicable cap without checking (idempotent). */
   async record(send: Send): Promise<{ caps: ApplicableCap[]; counts: number[] } | StoreUnavailableError | "exempt"> {
-    if (this.isExempt(send)) return "exempt";
+    if (this.isExempt(send.tier)) return "exempt";
     const rules = await this.rulesOf(send);
     if (rules instanceof StoreUnavailableError) return rules;
     const caps = this.capsFor(send, rules);

@@ -11,6 +11,7 @@ import type { AdmissionStore } from "./stores/admissionStore";
 import { loadSnapshot, saveSnapshot } from "./stores/memoryPersistence";
 import { MemoryStore } from "./stores/memoryStore";
 import { RedisStore } from "./stores/redisStore";
+import { clusterSeeds } from "./stores/redisConnection";
 import Redis, { Cluster } from "ioredis";
 import { PostgresRules } from "./pgRules/postgresRules";
 import { RedisInvalidationBus } from "./pgRules/redisInvalidationBus";
@@ -84,13 +85,7 @@ function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, en
 function redisConnector(settings: CapSettings, secrets: CapSecrets): (() => Redis | Cluster) | undefined {
   if (settings.store === "memory") return undefined;
   const options = { ...(secrets.redisPassword ? { password: secrets.redisPassword } : {}), maxRetriesPerRequest: 1 };
-  if (settings.store === "redis-cluster") {
-    const nodes = settings.redisNodes.map((hostPort) => {
-      const [host, port] = hostPort.split(":");
-      return { host: host || "127.0.0.1", port: Number(port || 6379) };
-    });
-    return () => new Cluster(nodes, { redisOptions: options });
-  }
+  if (settings.store === "redis-cluster") return () => new Cluster(clusterSeeds(settings.redisNodes), { redisOptions: options });
   return () => new Redis(settings.redisUrl, options);
 }
 
@@ -174,7 +169,7 @@ export class CapService {
   }
 
   isExempt(tier: string | undefined): boolean {
-    return tier !== undefined && this.settings.exemptTiers.includes(tier);
+    return this.engine.isExempt(tier);
   }
 
   /** Gives back claims this service's store holds (a refusal later in the chain, or release mode). */

@@ -5,7 +5,7 @@ import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, serveGate, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, serveGate, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
@@ -23,10 +23,6 @@ export type FrequencyCapGateDef = NodeDef & FieldProps & {
   httpResponse?: boolean | string;
 };
 
-function seconds(value: unknown, fallback: number): number {
-  const n = Number(value);
-  return value === undefined || value === "" || !Number.isFinite(n) || n < 0 ? fallback : n;
-}
 
 
 export default function register(RED: NodeAPI): void {
@@ -39,9 +35,18 @@ export default function register(RED: NodeAPI): void {
     const reader = new SendReader(RED, node, def);
     const status = new GateStatus(node, config?.service?.store.kind ?? "store");
 
+    let deferMaxMs = 0;
+    let jitterMs = 0;
+    let setting: Error | undefined;
+    try {
+      deferMaxMs = secondsSetting("deferMax", def.deferMax, 21600) * 1000;
+      jitterMs = secondsSetting("jitter", def.jitter, 900) * 1000;
+    } catch (err) {
+      setting = err as Error;
+    }
     const problem = !config
       ? new Error("config: no cap-config selected")
-      : config.problem ?? (!(MODES as readonly string[]).includes(mode)
+      : config.problem ?? setting ?? (!(MODES as readonly string[]).includes(mode)
         ? new Error(`mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`)
         : undefined);
     if (problem) {
@@ -50,8 +55,6 @@ export default function register(RED: NodeAPI): void {
       status.broken(problem.message.slice(0, 80));
     }
 
-    const deferMaxMs = seconds(def.deferMax, 21600) * 1000;
-    const jitterMs = seconds(def.jitter, 900) * 1000;
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     const stopReleasing = config?.service && !problem && mode === "claim"
       ? releaseHeldMsgs(config.service, node, GATE, status)

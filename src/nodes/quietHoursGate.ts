@@ -5,7 +5,7 @@ import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHou
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
-import { releaseHeldMsgs, serveGate, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, serveGate, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -26,13 +26,6 @@ export type QuietHoursGateDef = NodeDef & FieldProps & {
 };
 
 
-function secondsOf(field: string, value: unknown, fallback: number): number {
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${field}: must be seconds >= 0, got ${JSON.stringify(value)}`);
-  return n;
-}
-
 function listOf(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String).map((s) => s.trim()).filter((s) => s !== "");
   if (typeof value === "string") return value.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -51,9 +44,9 @@ function settingsOf(def: QuietHoursGateDef): { window: QuietWindow; disposition:
   if (disposition !== "defer" && disposition !== "skip") throw new Error(`disposition: must be defer or skip, got ${JSON.stringify(disposition)}`);
   return {
     window, disposition,
-    jitterMs: secondsOf("jitter", def.jitter, 900) * 1000,
+    jitterMs: secondsSetting("jitter", def.jitter, 900) * 1000,
     // a day, not SPEC's 6 h: the default window (21:00–08:00) lasts 11 h, and 6 h would skip its first 5 h every night
-    deferMaxMs: secondsOf("deferMax", def.deferMax, 86400) * 1000,
+    deferMaxMs: secondsSetting("deferMax", def.deferMax, 86400) * 1000,
     exemptCategories: listOf(def.exemptCategories),
   };
 }

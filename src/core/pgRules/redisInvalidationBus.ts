@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
+import { quitRedis } from "../stores/redisConnection";
 import { parseBusMessage, type BusEvent, type InvalidationBus, type RuleChange } from "./invalidationBus";
 
 type RedisClient = Redis | Cluster;
@@ -16,25 +17,6 @@ export function rulesChangedChannel(keyPrefix: string): string {
   return `${keyPrefix}:rules-changed`;
 }
 
-/** Closes one ioredis connection; resolves when its socket has ended. */
-export async function quitRedis(client: RedisClient): Promise<void> {
-  if (client.status === "end") return;
-  const ended = new Promise<void>((resolve) => client.once("end", () => resolve()));
-  try {
-    await client.quit();
-  } catch {
-    client.disconnect();
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(() => {
-      client.disconnect();
-      resolve();
-    }, 2000);
-  });
-  await Promise.race([ended, late]);
-  clearTimeout(timer);
-}
 
 /**
  * Rule changes over Redis pub/sub. After the subscriber reconnects it emits

@@ -5,6 +5,7 @@ import type {
 } from "./admissionStore";
 import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
+import { clusterSeeds, quitRedis } from "./redisConnection";
 import { StoreUnavailableError } from "../errors";
 
 type RedisClient = Redis | Cluster;
@@ -46,11 +47,7 @@ function connectionOptions(password: string | undefined): RedisOptions {
 
 function createClient(options: RedisStoreOptions): RedisClient {
   if (options.clusterNodes && options.clusterNodes.length > 0) {
-    const nodes = options.clusterNodes.map((hostPort) => {
-      const [host, port] = hostPort.trim().split(":");
-      return { host: host || "127.0.0.1", port: Number(port || 6379) };
-    });
-    return new Cluster(nodes, {
+    return new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions: connectionOptions(options.password),
       clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
       enableOfflineQueue: true,
@@ -159,23 +156,9 @@ export class RedisStore implements AdmissionStore {
   /** Resolves once the socket is closed, not merely when QUIT was answered. */
   async close(): Promise<void> {
     this.closing = true;
-    if (this.client.status === "end") return;
-    const ended = new Promise<void>((resolve) => this.client.once("end", () => resolve()));
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect();
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        this.client.disconnect();
-        resolve();
-      }, 2000);
-    });
-    await Promise.race([ended, late]);
-    clearTimeout(timer);
+    await quitRedis(this.client);
   }
+
 
   private get scripts(): ScriptCommands {
     return this.client as unknown as ScriptCommands;
