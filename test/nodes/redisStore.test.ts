@@ -101,7 +101,7 @@ describe("frequency-cap-gate on Redis: races, failures, cluster", function () {
   });
 
   it("fails open while its Redis is killed, shows it, and recovers when Redis returns", async () => {
-    const own = new OwnRedis(6391);
+    const own = new OwnRedis();
     await own.start();
     try {
       const flow = await deployGateFlow({
@@ -146,7 +146,7 @@ describe("frequency-cap-gate on Redis: races, failures, cluster", function () {
   });
 
   describe("on a Redis Cluster of three masters", () => {
-    const cluster = new OwnRedisCluster([7311, 7312, 7313]);
+    const cluster = new OwnRedisCluster();
     before(async function () {
       this.timeout(30_000);
       await cluster.start();

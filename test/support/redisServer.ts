@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Redis from "ioredis";
+import { freeClusterPorts, freePort } from "./ports";
 import { sleep } from "./redis";
 
 const run = promisify(execFile);
@@ -13,13 +14,15 @@ export class OwnRedis {
   private child: ChildProcess | undefined;
   readonly dir = mkdtempSync(join(tmpdir(), "sendgate-redis-"));
 
-  constructor(readonly port: number, private readonly extraArgs: string[] = []) {}
+  /** port 0: a free one is picked at the first start */
+  constructor(public port = 0, private readonly extraArgs: string[] = []) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
   async start(): Promise<void> {
+    this.port ||= await freePort();
     this.child = spawn("redis-server", [
       "--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
       "--dir", this.dir, ...this.extraArgs,
@@ -58,19 +61,19 @@ async function waitForPing(port: number): Promise<void> {
   throw new Error(`redis-server on ${port} did not start`);
 }
 
-/** Three masters, no replicas, slots spread by redis-cli. */
+/** Masters (three by default), no replicas, slots spread by redis-cli, on free ports. */
 export class OwnRedisCluster {
-  readonly nodes: OwnRedis[];
+  nodes: OwnRedis[] = [];
 
-  constructor(ports: number[]) {
-    this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`]));
-  }
+  constructor(private readonly masters = 3) {}
 
   get seeds(): string {
     return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(",");
   }
 
   async start(): Promise<void> {
+    const ports = await freeClusterPorts(this.masters);
+    this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`]));
     await Promise.all(this.nodes.map((n) => n.start()));
     await run("redis-cli", ["--cluster", "create", ...this.nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
     for (let i = 0; i < 100; i++) {
