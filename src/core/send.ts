@@ -1,4 +1,5 @@
 import { SendFieldError } from "./errors";
+import { emptyRecord } from "./ownKeys";
 
 /** One outbound send as the gates see it (SPEC §2), after validation. */
 export interface Send {
@@ -8,7 +9,9 @@ export interface Send {
   tier?: string;
   messageId: string;
   org: string;
+  /** no prototype: read it with ownValue */
   attributes: Record<string, string>;
+  /** no prototype: read it with ownValue */
   recipientLimits: Record<string, number>;
   /** IANA zone of the recipient (calendar windows, quiet hours); absent: the gate's default */
   timezone?: string;
@@ -63,9 +66,9 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 function readAttributes(value: unknown): Record<string, string> {
-  if (absent(value)) return {};
+  if (absent(value)) return emptyRecord();
   if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
-  const out: Record<string, string> = {};
+  const out = emptyRecord<string>();
   for (const [name, v] of Object.entries(value)) {
     if (v === undefined || v === null) continue;
     if (typeof v === "string") out[name] = v;
@@ -76,9 +79,9 @@ function readAttributes(value: unknown): Record<string, string> {
 }
 
 function readRecipientLimits(value: unknown): Record<string, number> {
-  if (absent(value)) return {};
+  if (absent(value)) return emptyRecord();
   if (!isPlainObject(value)) throw new SendFieldError("recipientLimits", "must be an object { <cap_id>: count }");
-  const out: Record<string, number> = {};
+  const out = emptyRecord<number>();
   for (const [capId, v] of Object.entries(value)) {
     if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
       throw new SendFieldError(`recipientLimits.${capId}`, "must be a whole number >= 0");

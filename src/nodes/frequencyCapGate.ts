@@ -1,5 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { capAdmission, carried } from "../core/admission";
+import { ownValue } from "../core/ownKeys";
 import { parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
@@ -82,7 +83,7 @@ export default function register(RED: NodeAPI): void {
         const binding = decision.blocking[0];
         const calendar = binding !== undefined && binding.rule.window_type !== "rolling";
         const dueAt = decision.retryAfterMs === null ? null : Date.now() + decision.retryAfterMs;
-        const topic = sendData.attributes.topic ?? (typeof msg.topic === "string" ? msg.topic : "");
+        const topic = ownValue(sendData.attributes, "topic") ?? (typeof msg.topic === "string" ? msg.topic : "");
         // JSON keeps the parts apart whatever they contain (org "a|b" + recipient "c" is not org "a" + "b|c")
         const collapseKey = admission.disposition === "collapse" ? JSON.stringify([node.id, sendData.org, sendData.recipient, topic]) : undefined;
         await holdOrExpire({ ...refusal, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,

@@ -161,6 +161,34 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.deepEqual(await store.checkSuppression({ ...base, member: "m2" }), { kind: "clear", mark: "new" });
     });
 
+    it("treats keys, members and block-list fields named like Object.prototype members as plain names", async () => {
+      const names = ["constructor", "toString", "__proto__", "hasOwnProperty", "valueOf"];
+      for (const name of names) {
+        const cap = { key: `${prefix}:{${name}|${name}}:c:${name}`, max: 1, windowMs: 60_000 };
+        assert.equal((await store.claim(name, [cap])).allowed, true, name);
+        const refused = await store.claim(`${name}-2`, [cap]);
+        assert.equal(refused.allowed, false, name);
+        assert.equal(refused.counters[0]?.count, 1, name);
+        assert.deepEqual(await store.record(name, [cap]), [1], name);
+        assert.equal(await store.release(name, [{ key: cap.key, kind: "z" }]), 1, name);
+        assert.deepEqual((await store.inspect([cap])).map((c) => c.count), [0], name);
+      }
+      const listKey = `${prefix}:{o|__proto__}:s`;
+      const indexKey = `${prefix}:{__proto__}:sidx`;
+      for (const name of names) {
+        assert.deepEqual(await store.checkSuppression({ listKey, channel: name, member: "m", markWindowMs: 0 }), { kind: "clear", mark: "none" }, name);
+      }
+      await store.writeSuppressions(names.map((name) => ({ listKey, field: name, indexKey, indexField: `${name}|__proto__`, entry: `{"n":"${name}"}` })));
+      for (const name of names) {
+        assert.deepEqual(await store.checkSuppression({ listKey, channel: name, member: "m", markWindowMs: 0 }), { kind: "listed", field: name, entry: `{"n":"${name}"}` }, name);
+      }
+      assert.equal((await store.listSuppressions(indexKey, "0", 100)).entries.length, names.length);
+      const mark = { listKey: `${prefix}:{o|x}:s`, channel: "sms", markKey: `${prefix}:{o|x}:d:sms:constructor`, markWindowMs: 60_000 };
+      assert.deepEqual(await store.checkSuppression({ ...mark, member: "__proto__" }), { kind: "clear", mark: "new" });
+      const dup = await store.checkSuppression({ ...mark, member: "toString" });
+      assert.equal(dup.kind === "duplicate" && dup.firstMember, "__proto__");
+    });
+
     it("answers from the store's own clock", async () => {
       const r = await store.claim("m", [spec("clock", 1)]);
       assert.ok(Math.abs(r.nowMs - Date.now()) < 2000);

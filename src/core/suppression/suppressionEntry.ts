@@ -1,4 +1,5 @@
 import { SendFieldError } from "../errors";
+import { emptyRecord } from "../ownKeys";
 
 /** One block-list entry (SPEC §8): this recipient gets nothing on this channel, or on any ("*"). */
 export interface SuppressionEntry {
@@ -68,7 +69,8 @@ function csvRows(text: string): Record<string, string>[] | string {
   if (!header.includes("recipient")) return "csv: the first line must be a header naming recipient (and channel, reason, org)";
   return lines.slice(1).map((line) => {
     const cells = splitCsvLine(line);
-    const row: Record<string, string> = {};
+    // header names come from the caller: a column named __proto__ or constructor is just a column
+    const row = emptyRecord<string>();
     header.forEach((name, i) => {
       const cell = cells[i]?.trim();
       if (cell !== undefined && cell !== "") row[name] = cell;
