@@ -1,5 +1,6 @@
 import { SendFieldError } from "../errors";
 import { emptyRecord } from "../ownKeys";
+import { boundedText } from "../send";
 
 /** One block-list entry (SPEC §8): this recipient gets nothing on this channel, or on any ("*"). */
 export interface SuppressionEntry {
@@ -23,7 +24,7 @@ function text(field: string, value: unknown, required: boolean): string | undefi
   }
   if (typeof value !== "string") throw new SendFieldError(field, `must be a string, got ${typeof value}`);
   if (value.trim() === "") throw new SendFieldError(field, "must not be blank");
-  return value;
+  return boundedText(field, value);
 }
 
 /** Checks one entry as a control msg, an API body or an import row gives it; channel absent = "*". */
