@@ -23,6 +23,9 @@ import { SuppressionEngine } from "./suppression/suppressionEngine";
 import { loadDeferSnapshot, MemoryDeferQueue, RedisDeferQueue, saveDeferSnapshot, type DeferQueue } from "./defer";
 import { Deferrals } from "./deferral/deferrals";
 
+/** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
+export const ADMIN_WAIT_MS = 5000;
+
 export interface CapSecrets {
   redisPassword?: string;
   pgPassword?: string;
@@ -166,6 +169,15 @@ export class CapService {
     }
     if (problems.length > 0) throw new ConfigError(problems);
     return new CapService(settings, rules, createStore(settings, secrets, log, env), secrets, log, env);
+  }
+
+  /**
+   * For the admin API: with rules in PostgreSQL, waits (at most `timeoutMs`)
+   * until the database was first reached, so the caps and the durable block
+   * list can be written; throws RulesUnavailableError after that.
+   */
+  async adminReady(timeoutMs = ADMIN_WAIT_MS): Promise<void> {
+    if (this.rules instanceof PostgresRules) await this.rules.whenOpen(timeoutMs);
   }
 
   isExempt(tier: string | undefined): boolean {
