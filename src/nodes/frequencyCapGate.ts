@@ -8,6 +8,7 @@ import { GateStatus } from "./gateStatus";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { releaseHeldMsgs, secondsSetting, serveGate, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
+import { collapseKeyOf } from "../core/deferral/deferralIds";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
 
@@ -84,9 +85,11 @@ export default function register(RED: NodeAPI): void {
         const calendar = binding !== undefined && binding.rule.window_type !== "rolling";
         const dueAt = decision.retryAfterMs === null ? null : Date.now() + decision.retryAfterMs;
         const topic = ownValue(sendData.attributes, "topic") ?? (typeof msg.topic === "string" ? msg.topic : "");
-        // JSON keeps the parts apart whatever they contain (org "a|b" + recipient "c" is not org "a" + "b|c")
-        const collapseKey = admission.disposition === "collapse" ? JSON.stringify([node.id, sendData.org, sendData.recipient, topic]) : undefined;
-        await holdOrExpire({ ...refusal, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
+        // the recipient as the store keys it: with hashRecipients no address reaches the queue
+        const collapseKey = admission.disposition === "collapse"
+          ? collapseKeyOf(node.id, sendData.org, service.recipientToken(sendData.recipient), topic)
+          : undefined;
+        await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
           (m) => send([null, m, null]), collapseKey);
         return;
       }

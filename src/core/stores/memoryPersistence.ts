@@ -1,11 +1,7 @@
-import { readJsonFile, writeJsonFile } from "./jsonFile";
+import { readJsonFile } from "./jsonFile";
 import type { MemorySnapshot } from "./memoryStore";
 
 /** Reads a saved memory store, or undefined when there is none. A damaged file throws, naming it. */
 export function loadSnapshot(file: string): MemorySnapshot | undefined {
   return readJsonFile<MemorySnapshot>(file, (s) => (s.version === 1 ? undefined : `unknown memory store version ${String(s.version)}`));
-}
-
-export function saveSnapshot(file: string, snapshot: MemorySnapshot): void {
-  writeJsonFile(file, snapshot);
 }
