@@ -12,7 +12,7 @@ const STALL_MS = 10_000;
 
 export interface RawDeferOptions {
   redisUrl: string;
-  /** every key of this row starts with it (the queue's own `<prefix>:{<prefix>:dq}:…`) */
+  /** every key of this row starts with it (the gate queue's own `<prefix>:{<prefix>:dq}:q:…`) */
   keyPrefix: string;
   msgs: number;
   concurrency: number;

@@ -70,11 +70,18 @@ function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: 
       }),
     };
   }
-  const memory = new MemoryDeferStore({
-    ...(env.memoryDeferFile ? { file: env.memoryDeferFile } : {}),
-    ...(env.legacyMemoryDeferFile ? { legacyFile: env.legacyMemoryDeferFile } : {}),
-    codec, warn, onDamaged: damaged,
-  });
+  let memory: MemoryDeferStore;
+  try {
+    memory = new MemoryDeferStore({
+      ...(env.memoryDeferFile ? { file: env.memoryDeferFile } : {}),
+      ...(env.legacyMemoryDeferFile ? { legacyFile: env.legacyMemoryDeferFile } : {}),
+      codec, warn, onDamaged: damaged,
+    });
+  } catch (err) {
+    // the file is left as it is (nothing is compacted over it); msgs held from now on live in memory only
+    log.error(`memory defer queue: cannot use ${String(env.memoryDeferFile)} (${(err as Error).message}): held msgs are NOT kept past this process`);
+    memory = new MemoryDeferStore({ codec, warn, onDamaged: damaged });
+  }
   return {
     deferrals: new Deferrals({ openQueue: (gate) => memory.queue(gate), registry: new LocalGateRegistry(() => memory.gates()), warn }),
     memory,
