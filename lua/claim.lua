@@ -4,7 +4,7 @@
 -- A recipient's counters live in one hash (lib/counter_entries.lua), one field per cap
 -- (<cap>[:<per values>]), and field "!" holds the hash's expiry.
 -- KEYS[k]   the counter hash of send k (the same key may appear for several sends)
--- ARGV      per send: its entry's tail (6 bytes: member digest, attempt token), n, then per cap:
+-- ARGV      per send: its entry's tail (the argument's last 6 bytes: member digest, attempt token), n, then per cap:
 --           field, window ms, max, period start ms, reset ms
 --           (rolling caps: start 0, reset 0; calendar caps: entries since start count, all free at reset)
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (1|0), retry ms }
@@ -19,7 +19,7 @@ local pos = 1
 local fields, kept, counted, firsts, window, max, starts, reset, held = {}, {}, {}, {}, {}, {}, {}, {}, {}
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail, n = ARGV[pos], tonumber(ARGV[pos + 1])
+  local tail, n = string.sub(ARGV[pos], -6), tonumber(ARGV[pos + 1])
   local digest = string.sub(tail, 1, 4)
   pos = pos + 2
   for i = 1, n do

@@ -83,22 +83,41 @@ export class CapEngine {
     }
   }
 
-  async claim(send: Send): Promise<CapDecision> {
-    if (this.isExempt(send.tier)) return { kind: "exempt" };
-    const rules = await this.rulesOf(send);
-    if (rules instanceof StoreUnavailableError) return { kind: "fail_open", error: rules };
+  claim(send: Send): Promise<CapDecision> {
+    if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
+    let rules: readonly CapRule[] | Promise<readonly CapRule[]>;
+    try {
+      rules = this.options.rules(send.org, send.channel);
+    } catch (err) {
+      return this.rulesFailed(send, err);
+    }
+    // rules at hand (inline, or a fresh cache entry): no extra turn of the event loop
+    if (Array.isArray(rules)) return this.claimUnder(send, rules as readonly CapRule[]);
+    return (rules as Promise<readonly CapRule[]>).then((loaded) => this.claimUnder(send, loaded), (err: unknown) => this.rulesFailed(send, err));
+  }
+
+  private rulesFailed(send: Send, err: unknown): Promise<CapDecision> {
+    try {
+      return Promise.resolve({ kind: "fail_open", error: this.options.access.failed(send.org, send.channel, err) });
+    } catch (closed) {
+      return Promise.reject(closed);
+    }
+  }
+
+  private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
     const caps = this.capsFor(send, rules);
     const attempt = { member: send.messageId, token: claimToken() };
-    if (caps.length === 0) return { kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt };
+    if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt });
     const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
-    const outcome = await this.options.access.decide(send.org, send.channel, this.claims, request);
-    if (outcome instanceof StoreUnavailableError) {
-      return outcome.kind === "timeout"
-        ? { kind: "fail_open", error: outcome, caps, attempt }
-        : { kind: "fail_open", error: outcome };
-    }
-    if (outcome.allowed) return { kind: "allowed", caps, outcome, attempt };
-    return blockedDecision(caps, outcome);
+    return this.options.access.decide(send.org, send.channel, this.claims, request).then((outcome): CapDecision => {
+      if (outcome instanceof StoreUnavailableError) {
+        return outcome.kind === "timeout"
+          ? { kind: "fail_open", error: outcome, caps, attempt }
+          : { kind: "fail_open", error: outcome };
+      }
+      if (outcome.allowed) return { kind: "allowed", caps, outcome, attempt };
+      return blockedDecision(caps, outcome);
+    });
   }
 
   /**

@@ -62,11 +62,12 @@ export class StoreAccess {
   }
 
   /** One item's answer: through the send queue for a remote store, at once for the memory store. */
-  async submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
+  submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
     if (this.queue) return this.queue.submit(lane, item);
-    const [result] = await lane.run([item]);
-    if (result instanceof StoreUnavailableError) throw result;
-    return result as O;
+    return lane.run([item]).then(([result]) => {
+      if (result instanceof StoreUnavailableError) throw result;
+      return result as O;
+    });
   }
 
   callAdmin<T>(work: (store: AdmissionStore) => Promise<T>): Promise<T> {
@@ -74,12 +75,8 @@ export class StoreAccess {
   }
 
   /** For a send path: the store's answer, or the failure when the fail mode is open (thrown when closed). */
-  async decide<I, O>(org: string, channel: string, lane: Lane<I, O>, item: I): Promise<O | StoreUnavailableError> {
-    try {
-      return await this.submit(lane, item);
-    } catch (err) {
-      return this.failed(org, channel, err);
-    }
+  decide<I, O>(org: string, channel: string, lane: Lane<I, O>, item: I): Promise<O | StoreUnavailableError> {
+    return this.submit(lane, item).catch((err: unknown) => this.failed(org, channel, err));
   }
 
   /** Applies the fail mode to a failure on a send path (the store, or the rules it needs). */

@@ -61,7 +61,8 @@ export default function register(RED: NodeAPI): void {
       : [];
 
     async function readSend(msg: AdmittedMsg, service: CapService, lineUp: LineUp): Promise<Send> {
-      const sendData = parseSend(await reader.read(msg), service.sendRules);
+      const raw = reader.read(msg);
+      const sendData = parseSend(raw instanceof Promise ? await raw : raw, service.sendRules);
       lineUp(sendData);
       return sendData;
     }
@@ -114,7 +115,8 @@ export default function register(RED: NodeAPI): void {
 
     async function release(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
       const { claims, trail } = carried(msg.admission);
-      const holder = claimHolder(await reader.read(msg), service.sendRules);
+      const raw = reader.read(msg);
+      const holder = claimHolder(raw instanceof Promise ? await raw : raw, service.sendRules);
       lineUp(holder);
       const { refunded, kept } = await refundClaims(RED, node, claims, holder);
       trail.push({ gate: GATE, status: "released", refunded, at: new Date().toISOString() });

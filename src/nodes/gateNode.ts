@@ -24,12 +24,13 @@ export function serveGate(node: Node, status: GateStatus, handle: (msg: Admitted
     const place = order.place();
     const ordered: SendFn = (out) => place.emit(() => send(out));
     const lineUp: LineUp = (r) => place.join(`${r.org}\u0000${r.recipient}`);
+    const finish = (err?: Error): void => {
+      if (err) status.error(err.message.slice(0, 60));
+      done(err);
+    };
     handle(msg as AdmittedMsg, ordered, lineUp).then(
-      () => place.leave().then(() => done()),
-      (err: Error) => place.leave().then(() => {
-        status.error(err.message.slice(0, 60));
-        done(err);
-      }),
+      () => { const later = place.leave(); if (later) void later.then(() => finish()); else finish(); },
+      (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
     );
   });
   node.on("close", () => {

@@ -84,7 +84,8 @@ export default function register(RED: NodeAPI): void {
     async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
       const service: CapService | undefined = config?.service;
       if (problem || !service || !settings) throw problem ?? new Error("cap-config: its store is closed");
-      const sendData = parseSend({ ...(await reader.read(msg)), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
+      const read = reader.read(msg);
+      const sendData = parseSend({ ...(read instanceof Promise ? await read : read), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
       lineUp(sendData);
       const now = new Date();
       const exempt = service.isExempt(sendData.tier) || (sendData.category !== undefined && settings.exemptCategories.includes(sendData.category));

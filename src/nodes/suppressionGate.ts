@@ -47,7 +47,8 @@ export default function register(RED: NodeAPI): void {
 
     /** A control msg changes the block list and goes no further: it is not a send. */
     async function control(msg: AdmittedMsg, service: CapService): Promise<void> {
-      const raw = await reader.read(msg);
+      const read = reader.read(msg);
+      const raw = read instanceof Promise ? await read : read;
       const entry = parseSuppressionEntry({
         recipient: raw.recipient, channel: raw.channel, org: raw.org, reason: (msg as { reason?: unknown }).reason,
       }, service.sendRules, new Date());
@@ -57,7 +58,8 @@ export default function register(RED: NodeAPI): void {
     }
 
     async function admit(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
-      const raw = await reader.read(msg);
+      const read = reader.read(msg);
+      const raw = read instanceof Promise ? await read : read;
       const sendData = parseSend(raw, service.sendRules);
       lineUp(sendData);
       const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number);

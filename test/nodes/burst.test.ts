@@ -53,10 +53,14 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     it(`on the ${store} store: 10,000 allowed, 10,000 skipped, none failed open, each recipient in order`, async () => {
       const keyPrefix = uniquePrefix(`burst-${store}`);
       const flow = await deployGateFlow({ store, config: { keyPrefix }, rules: ONE_PER_TEN_MINUTES });
+      const shown: string[] = [];
+      const original = flow.gate.status.bind(flow.gate);
+      flow.gate.status = (s) => { if (typeof s !== "string") shown.push(String(s.text)); original(s); };
       const sent = burst(flow);
       await flow.out.until(sent, 90_000);
       assertExact(flow);
       if (store === "redis") {
+        assert.ok(shown.some((text) => /[\d,]+ queued/.test(text)), `the status showed the send queue: ${shown.join(" | ")}`);
         assert.equal(await redis.dbsize() > 0, true);
         await dropPrefix(redis, keyPrefix);
       }
