@@ -2,6 +2,9 @@ import type { AdmissionClaim } from "./admission";
 import { CapEngine } from "./capEngine";
 import { readCapSettings, type CapSettings, type RawCapSettings } from "./capSettings";
 import { releaseClaims } from "./claims";
+import { recipientToken } from "./keys";
+import type { Lane } from "./sendQueue/sendQueue";
+import type { ReleaseRequest } from "./stores/admissionStore";
 import { ConfigError, RuleValidationError } from "./errors";
 import type { CapRule } from "./rules";
 import type { SendRules } from "./send";
@@ -22,7 +25,6 @@ import { rulesTable } from "./pgRules/tableName";
 import { PgSuppressions } from "./suppression/pgSuppressions";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
 import { deferCodec, LocalGateRegistry, MemoryDeferStore, migrateLegacyQueue, RedisDeferQueue, RedisGateRegistry } from "./defer";
-import { recipientToken } from "./keys";
 import { Deferrals } from "./deferral/deferrals";
 
 /** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
@@ -53,7 +55,7 @@ export interface CapServiceEnvironment {
 /** How often a memory store's counters and block list are written to its file (also on close, and at once after a block-list change). */
 export const MEMORY_SNAPSHOT_MS = 5_000;
 
-function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: CapSecrets, env: CapServiceEnvironment, log: CapLog): { deferrals: Deferrals; memory?: MemoryDeferStore } {
+function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: CapSecrets, env: CapServiceEnvironment, log: CapLog, access: StoreAccess): { deferrals: Deferrals; memory?: MemoryDeferStore } {
   const configId = env.configId ?? "cap-config";
   const codec = deferCodec(secrets.hmacSecret || undefined, settings.hashRecipients && Boolean(secrets.hmacSecret));
   const warn = (text: string): void => log.warn(text);
@@ -66,7 +68,7 @@ function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: 
         openQueue: (gate) => new RedisDeferQueue(client, scope(gate), { codec, onDamaged: (id, err) => damaged(gate, id, err) }),
         registry: new RedisGateRegistry(client, settings.keyPrefix, configId),
         migrate: (gate) => migrateLegacyQueue(client, scope(gate)),
-        warn,
+        access, warn,
       }),
     };
   }
@@ -83,7 +85,7 @@ function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: 
     memory = new MemoryDeferStore({ codec, warn, onDamaged: damaged });
   }
   return {
-    deferrals: new Deferrals({ openQueue: (gate) => memory.queue(gate), registry: new LocalGateRegistry(() => memory.gates()), warn }),
+    deferrals: new Deferrals({ openQueue: (gate) => memory.queue(gate), registry: new LocalGateRegistry(() => memory.gates()), access, warn }),
     memory,
   };
 }
@@ -160,6 +162,7 @@ export class CapService {
   readonly sendRules: SendRules;
 
   readonly rules: RulesProvider;
+  private readonly releases: Lane<ReleaseRequest, number>;
   private readonly memoryDefer: MemoryDeferStore | undefined;
   private readonly hmacSecret: string | undefined;
   private snapshotTimer: NodeJS.Timeout | undefined;
@@ -174,8 +177,12 @@ export class CapService {
     private readonly env: CapServiceEnvironment,
   ) {
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
-    this.access = new StoreAccess(store, settings.failMode, settings.timeoutMs, (text) => log.warn(text));
+    this.access = new StoreAccess(store, {
+      failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, warn: (text) => log.warn(text),
+    });
+    this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
+    this.hmacSecret = hmac.hmacSecret;
     this.engine = new CapEngine({
       access: this.access,
       rules: (org, channel) => this.rules.rulesFor(org, channel),
@@ -190,7 +197,7 @@ export class CapService {
       afterWrite: () => this.trySaveMemoryState(),
     });
     this.rules = createRules(settings, inlineRules, secrets, log, this.suppression);
-    const { deferrals, memory } = createDeferrals(store, settings, secrets, env, log);
+    const { deferrals, memory } = createDeferrals(store, settings, secrets, env, log, this.access);
     this.deferrals = deferrals;
     this.memoryDefer = memory;
     if (store instanceof MemoryStore && env.memoryStateFile) {
@@ -232,9 +239,17 @@ export class CapService {
     return recipientToken(recipient, this.hmacSecret);
   }
 
-  /** Gives back claims this service's store holds (a refusal later in the chain, or release mode). */
-  release(claims: readonly AdmissionClaim[]): Promise<number> {
-    return releaseClaims(this.access, claims);
+  /**
+   * Gives back claims this service's store holds for a msg of `recipient`
+   * (a refusal later in the chain, or release mode); claims that are not this
+   * msg's own are refused, untouched.
+   */
+  release(claims: readonly AdmissionClaim[], of: { recipient: string; org?: string }): Promise<{ given: number; refused: AdmissionClaim[] }> {
+    return releaseClaims(this.access, this.releases, claims, {
+      keyPrefix: this.settings.keyPrefix,
+      org: of.org ?? this.settings.defaultOrg,
+      recipientToken: recipientToken(of.recipient, this.hmacSecret),
+    });
   }
 
   async close(): Promise<void> {

@@ -13,6 +13,7 @@ const RECENT_MS = 10_000;
 export class GateStatus {
   private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listChanges: 0, released: 0, recorded: 0, deferred: 0 };
   private held = 0;
+  private queuedNow = 0;
   private lastFailOpen = 0;
   private lastError = "";
   private lastErrorAt = 0;
@@ -36,6 +37,8 @@ export class GateStatus {
   /** how many msgs the cap-config's queue holds */
   holding(count: number): void { this.held = count; this.schedule(); }
   recorded(): void { this.counts.recorded++; this.schedule(); }
+  /** how many msgs wait in the cap-config's send queue */
+  queued(count: number): void { this.queuedNow = count; this.schedule(); }
   storeState(state: StoreState): void { this.store = state; this.schedule(); }
   rulesState(state: RulesProviderState): void { this.rules = state; this.schedule(); }
 
@@ -46,6 +49,7 @@ export class GateStatus {
     const stops = [
       service.store.onStateChange((state) => this.storeState(state)),
       service.rules.onStateChange((state) => this.rulesState(state)),
+      service.access.queue?.onLength((length) => this.queued(length)) ?? (() => undefined),
     ];
     this.schedule();
     return () => stops.forEach((stop) => stop());
@@ -80,6 +84,7 @@ export class GateStatus {
     if (listChanges > 0) parts.push(`list changes ${listChanges}`);
     if (this.counts.deferred > 0) parts.push(`deferred ${this.counts.deferred}`);
     if (this.held > 0) parts.push(`held ${this.held}`);
+    if (this.queuedNow > 0) parts.push(`${this.queuedNow.toLocaleString("en-US")} queued`);
     if (failOpen > 0) parts.push(`fail-open ${failOpen}`);
     if (errors > 0) parts.push(`errors ${errors}`);
     let fill: NodeStatusFill = "green";

@@ -43,7 +43,8 @@ describe("core/applicableCaps", () => {
     assert.deepEqual(ids({ channel: "push", attributes: { ad_id: "43" } }), ["global"]);
     const [, c1] = applicableCaps(rules, send({ channel: "push", attributes: { campaign_id: "c1" } }), "fc", "r1");
     const [, c2] = applicableCaps(rules, send({ channel: "push", attributes: { campaign_id: "c2" } }), "fc", "r1");
-    assert.notEqual(c1?.key, c2?.key);
+    assert.equal(c1?.key, c2?.key, "one hash per recipient");
+    assert.deepEqual([c1?.field, c2?.field], ["per-campaign:c1", "per-campaign:c2"]);
   });
 
   it("finds caps and per attributes named like Object.prototype members as plain names (never inherited members)", () => {
@@ -54,7 +55,7 @@ describe("core/applicableCaps", () => {
     const attributes = JSON.parse('{"constructor": "a", "toString": "b", "__proto__": "c", "hasOwnProperty": "d"}');
     const caps = applicableCaps(named, send({ attributes }), "fc", "r1");
     assert.deepEqual(caps.map((c) => [c.rule.id, c.max]), [["constructor", 4], ["toString", 4], ["__proto__", 4], ["hasOwnProperty", 4]]);
-    assert.deepEqual(caps.map((c) => c.key.split(":").at(-1)), ["a", "b", "c", "d"]);
+    assert.deepEqual(caps.map((c) => c.field.split(":").at(-1)), ["a", "b", "c", "d"]);
     const lowered = applicableCaps(named, send({ attributes, recipientLimits: JSON.parse('{"__proto__": 1}') }), "fc", "r1");
     assert.deepEqual(lowered.map((c) => c.max), [4, 4, 1, 4]);
   });

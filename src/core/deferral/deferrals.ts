@@ -1,5 +1,8 @@
 import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg, GateRegistry } from "../defer";
 import { BEAT_MS, DeferPoller } from "../defer";
+import type { Lane } from "../sendQueue/sendQueue";
+import type { StoreAccess } from "../storeAccess";
+import { asStoreFailure } from "../storeFaults";
 
 export type ReleaseHandler = (held: DeferredMsg) => void;
 
@@ -8,12 +11,16 @@ export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as con
 const SIZE_REFRESH_MS = 2_000;
 /** how often the msgs of gates that run nowhere are checked (dropped once past their deadline) */
 const SWEEP_MS = 30_000;
+/** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
+export const HOLD_TIMEOUT_MS = 2_000;
 
 export interface DeferralsOptions {
   /** the queue of one gate (the same object for the same gate) */
   openQueue: (gate: string) => DeferQueue;
   registry: GateRegistry;
   warn: (text: string) => void;
+  /** the cap-config's send queue: holds go through it, batched (one script call per gate's queue); none = straight to the queue */
+  access?: StoreAccess;
   /** moves what a gate held in an older queue layout into its queue (Redis); returns how many moved */
   migrate?: (gate: string) => Promise<number>;
   polling?: Partial<{ leaseMs: number; batch: number; idleMs: number }>;
@@ -45,9 +52,15 @@ export class Deferrals {
   private readonly polling: { leaseMs: number; batch: number; idleMs: number };
   private closing = false;
   private lastWarning = "";
+  private readonly holds: Lane<DeferItem, DeferResult> | undefined;
 
   constructor(private readonly options: DeferralsOptions) {
     this.polling = { ...DEFER_POLLING, ...options.polling };
+    // a burst's holds wait together in the send queue and go out as one deferMany per gate's queue
+    this.holds = options.access?.lane("hold", async (_store, items: readonly DeferItem[]) => {
+      const results = await this.holdMany(items);
+      return results.map((r) => (r instanceof Error ? asStoreFailure(r) : r));
+    }, { bounded: false, timeoutMs: HOLD_TIMEOUT_MS });
     const every = (ms: number, work: () => Promise<void>): void => {
       const timer = setInterval(() => void work().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`)), ms);
       timer.unref();
@@ -102,10 +115,13 @@ export class Deferrals {
     };
   }
 
+  /** Holds a msg, through the send queue when there is one (batched with the other holds of a burst). */
   async hold(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
-    const result = await this.queueOf(entry.gate).defer(entry, collapseKey);
-    this.held(entry.gate);
-    return result;
+    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}) };
+    if (this.holds && this.options.access) return this.options.access.submit(this.holds, item);
+    const [result] = await this.holdMany([item]);
+    if (result instanceof Error) throw result;
+    return result as DeferResult;
   }
 
   /** Holds many msgs (one store call per gate's queue); each result is its item's, or the Error that refused it. */
@@ -118,7 +134,9 @@ export class Deferrals {
         results[i] = new TypeError("defer: gate must be a string");
         return;
       }
-      byGate.set(gate, [...(byGate.get(gate) ?? []), i]);
+      const group = byGate.get(gate);
+      if (group) group.push(i);
+      else byGate.set(gate, [i]);
     });
     await Promise.all([...byGate].map(async ([gate, indexes]) => {
       try {
