@@ -175,9 +175,10 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("reads a counter without claiming", async () => {
       const cap = spec("look", 2, 30_000);
       await claim("m1", [cap]);
-      assert.deepEqual(await store.inspect(key(), [cap]), [{ count: 1, full: false, retryAfterMs: null }]);
+      const inspect = async () => answered((await store.inspect([{ key: key(), counters: [cap] }]))[0]);
+      assert.deepEqual(await inspect(), [{ count: 1, full: false, retryAfterMs: null }]);
       await claim("m2", [cap]);
-      const [full] = await store.inspect(key(), [cap]);
+      const [full] = await inspect();
       assert.equal(full?.full, true);
       assert.ok((full?.retryAfterMs ?? 0) > 29_000);
       assert.equal((await claim("m3", [cap])).allowed, false, "inspecting took no slot");
@@ -256,7 +257,8 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal((await claim("constructor", fields)).allowed, false);
       assert.deepEqual(await record("valueOf", [spec("toString", 5)]), [2]);
       assert.equal(await release("__proto__", 1, names), 5);
-      assert.deepEqual((await store.inspect(key(), fields)).map((c) => c.count), [0, 1, 0, 0, 0], "only valueOf's record in toString is left");
+      const readings = answered((await store.inspect([{ key: key(), counters: fields }]))[0]);
+      assert.deepEqual(readings.map((c) => c.count), [0, 1, 0, 0, 0], "only valueOf's record in toString is left");
 
       const listKey = `${prefix}:{o|__proto__}:s`;
       const indexKey = `${prefix}:{__proto__}:sidx`;

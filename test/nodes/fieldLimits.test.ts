@@ -98,6 +98,16 @@ for (const store of ["memory", "redis"] as const) {
       if (store === "redis") assert.ok(await longestKey(redis, keyPrefix) < 4096);
     });
 
+    it("refuses a check whose candidate carries an over-long attribute, naming it", async () => {
+      const flow = await deployGateFlow({
+        store, config: { keyPrefix, timeoutMs: 5000 }, gate: { mode: "check" },
+        rules: [{ id: "cap", scope: "channel", channel: "sms", max_count: 5, window_seconds: DAY, per: ["campaign"] }],
+      });
+      flow.send({ recipient: "r", channel: "sms", messageId: "c", candidates: [{ id: "a", campaign: "x" }, { id: "b", campaign: overByBytes }] });
+      await settle(flow, 1);
+      assert.match(String((flow.out.of("caught")[0]?.error as { message: string }).message), /candidates\[1\]\.campaign: must be at most 1024 bytes/);
+    });
+
     it("refuses an over-long recipient or org in the block list (control msg and admin import)", async () => {
       const chain = await deployChain({ store, keyPrefix, rules: [] });
       await push(chain, "sup", { topic: "suppress", recipient: overByBytes, channel: "sms" });
