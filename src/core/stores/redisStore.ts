@@ -220,6 +220,7 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateInspect", { lua: luaScript("inspect") });
     this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
+    this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
     this.client.on("ready", () => {
       this.everReady = true;
