@@ -90,7 +90,12 @@ export class SendQueue {
       return Promise.reject(new StoreUnavailableError("overloaded", `the send queue holds ${this.options.maxQueued} msgs (maxQueued)`));
     }
     return new Promise<O>((resolve, reject) => {
-      this.waiting.push({ lane: lane as Lane<unknown, unknown>, item, resolve: resolve as (value: unknown) => void, reject });
+      this.waiting.push({
+        lane: lane as Lane<unknown, unknown>,
+        item,
+        resolve: (value) => { this.settled(); resolve(value as O); },
+        reject: (err) => { this.settled(); reject(err); },
+      });
       this.pending++;
       this.schedule();
     });
@@ -130,8 +135,6 @@ export class SendQueue {
       this.inFlight++;
       void this.dispatch(batch).finally(() => {
         this.inFlight--;
-        this.pending -= batch.length;
-        if (this.pending === 0) this.overloaded = false;
         this.notify();
         this.schedule();
       });
@@ -148,6 +151,12 @@ export class SendQueue {
       else byLane.set(waiting.lane, [waiting]);
     }
     await Promise.all([...byLane].map(([lane, group]) => this.send(lane, group)));
+  }
+
+  /** An item is answered: it no longer counts towards maxQueued (an overload episode ends once none is left). */
+  private settled(): void {
+    this.pending--;
+    if (this.pending === 0) this.overloaded = false;
   }
 
   private async send(lane: Lane<unknown, unknown>, group: Waiting[]): Promise<void> {
