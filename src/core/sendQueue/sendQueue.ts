@@ -90,12 +90,7 @@ export class SendQueue {
       return Promise.reject(new StoreUnavailableError("overloaded", `the send queue holds ${this.options.maxQueued} msgs (maxQueued)`));
     }
     return new Promise<O>((resolve, reject) => {
-      this.waiting.push({
-        lane: lane as Lane<unknown, unknown>,
-        item,
-        resolve: (value) => { this.settled(); resolve(value as O); },
-        reject: (err) => { this.settled(); reject(err); },
-      });
+      this.waiting.push({ lane: lane as Lane<unknown, unknown>, item, resolve: resolve as (value: unknown) => void, reject });
       this.pending++;
       this.schedule();
     });
@@ -154,9 +149,11 @@ export class SendQueue {
   }
 
   /** An item is answered: it no longer counts towards maxQueued (an overload episode ends once none is left). */
-  private settled(): void {
+  private answer(waiting: Waiting, failure: StoreUnavailableError | undefined, result?: unknown): void {
     this.pending--;
     if (this.pending === 0) this.overloaded = false;
+    if (failure) waiting.reject(failure);
+    else waiting.resolve(result);
   }
 
   private async send(lane: Lane<unknown, unknown>, group: Waiting[]): Promise<void> {
@@ -164,7 +161,7 @@ export class SendQueue {
     try {
       isProbe = this.options.breaker.admit();
     } catch (err) {
-      for (const w of group) w.reject(asStoreFailure(err));
+      for (const w of group) this.answer(w, asStoreFailure(err));
       return;
     }
     try {
@@ -176,18 +173,18 @@ export class SendQueue {
         const result = results[i];
         if (result instanceof StoreUnavailableError) {
           fault ??= result;
-          w.reject(result);
+          this.answer(w, result);
         } else if (i >= results.length) {
-          w.reject(new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
+          this.answer(w, new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
         } else {
-          w.resolve(result);
+          this.answer(w, undefined, result);
         }
       });
       this.options.breaker.settle(isProbe, fault);
     } catch (err) {
       const failure = asStoreFailure(err);
       this.options.breaker.settle(isProbe, failure);
-      for (const w of group) w.reject(failure);
+      for (const w of group) this.answer(w, failure);
     }
   }
 
