@@ -262,7 +262,7 @@ for (const store of ["memory", "redis"] as const) {
       ]);
       await new Promise((r) => setTimeout(r, 400));
       const last = shown[shown.length - 1];
-      assert.equal(last?.text, "allowed 1 · skipped 2");
+      assert.equal(last?.text, "✓ 1 · ✗ 2");
       assert.equal(last?.fill, "green");
     });
   });
