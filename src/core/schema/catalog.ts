@@ -2,12 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { catalogTranslator, type Translate } from "./messages";
 
-/**
- * The package's shared message catalog is cap-config's (every gate needs a
- * cap-config, so its catalog is always loaded): Node-RED registers it under
- * this namespace, and the editor and the runtime read the same file.
- */
-export const CATALOG_NAMESPACE = "@sendgate/node-red-frequency-cap/cap-config";
+export { CATALOG_NAMESPACE } from "./messages";
 const CATALOG_PATH = join("nodes", "locales", "en-US", "cap-config.json");
 
 /** The package root: the nearest folder above this file that holds the catalog (src/… or dist/src/…). */

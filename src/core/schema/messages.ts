@@ -3,6 +3,13 @@
  * texts with `__name__` placeholders (Node-RED's i18next settings). Pure: the
  * editor bundles this file too, so both sides word a message the same way.
  */
+/**
+ * The package's shared message catalog is cap-config's (every gate needs a
+ * cap-config, so its catalog is always loaded): Node-RED registers it under
+ * this namespace, and the editor and the runtime read the same file.
+ */
+export const CATALOG_NAMESPACE = "@sendgate/node-red-frequency-cap/cap-config";
+
 export type MessageParams = Readonly<Record<string, string | number>>;
 
 /** A key such as `sendgate.rules.problem.required` and its placeholders → the text. */

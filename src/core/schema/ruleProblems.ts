@@ -8,7 +8,7 @@ import { capRuleSchema, DISPOSITIONS, WINDOW_TYPES } from "./capRuleSchema";
  * runtime word every problem the same way. Pure (ajv only): the editor runs it.
  */
 export type RuleProblemCode =
-  | "notArray" | "notObject" | "unknownProperty" | "required"
+  | "notArray" | "notJson" | "notObject" | "unknownProperty" | "required"
   | "text" | "name" | "boolean" | "scope" | "wholeNumber" | "windowSeconds" | "oneOf"
   | "list" | "uniqueItems" | "maxItems" | "match" | "matchValues" | "timestamp"
   | "channelMissing" | "channelStar" | "globalChannel" | "unknownChannel"
