@@ -1,5 +1,6 @@
 import Redis from "ioredis";
 import { Completions } from "./load/completions";
+import { measureBursts } from "./burst/measureBursts";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { describeMachine } from "./machine";
 import { measureAll } from "./measureAll";
@@ -11,6 +12,7 @@ import { loadClaimScript } from "./redis/claimScript";
 import { endpointOf } from "./redis/endpoint";
 import { countKeys, dropKeys, runPrefix } from "./redis/keys";
 import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } from "./report/summary";
+import { burstTable, type BurstReport } from "./report/burstTable";
 import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
 import { scenarios } from "./scenarios";
@@ -23,7 +25,9 @@ function progress(text: string): void {
 /** `npm run bench`: one markdown table on stdout; progress and Node-RED warnings on stderr. */
 async function main(): Promise<void> {
   const settings = readSettings();
-  const { defer, rest } = splitDeferNames(settings.only);
+  const { defer, rest: notDefer } = splitDeferNames(settings.only);
+  const bursts = !settings.only || settings.only.includes("burst");
+  const rest = notDefer?.filter((name) => name !== "burst");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -50,6 +54,9 @@ async function main(): Promise<void> {
       list,
     );
     const deferRows = await measureDefer({ red: host.red, completions, redis, settings, prefix, progress }, defer);
+    const burstRows: BurstReport[] = bursts
+      ? await measureBursts({ red: host.red, completions, redis, endpoint, sha, settings, prefix, progress })
+      : [];
 
     console.log(machineLine(machine, postgres));
     if (rows.length > 0) {
@@ -65,6 +72,14 @@ async function main(): Promise<void> {
       console.log(deferLoadLine(settings));
       console.log("");
       console.log(deferTable(deferRows));
+    }
+    if (burstRows.length > 0) {
+      console.log("");
+      console.log(`burst: every msg handed to the gate in one tick (what a split node does), no bound on msgs in flight, over msgs ÷ 2 recipients; `
+        + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim, as above`);
+      console.log("");
+      console.log(burstTable(burstRows));
+      if (burstRows.some((r) => r.verdicts.failOpen + r.verdicts.errors + r.verdicts.overloaded > 0)) process.exitCode = 1;
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

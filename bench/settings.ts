@@ -19,12 +19,24 @@ export interface BenchSettings {
   databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
-  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows */
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows */
   only?: string[];
   /** msgs deferred and released per defer row (the gate row sends each of its recipients two, so twice this many in all) */
   deferMsgs: number;
   /** msgs in flight in the defer rows (defer() calls, or msgs in the gate) */
   deferConcurrency: number;
+  /** burst rows: msgs handed to the gate in one tick, one row per size and store (BENCH_BURSTS=10000,100000) */
+  bursts: number[];
+  /** caps of the burst rows */
+  burstCaps: number;
+}
+
+function sizes(name: string, fallback: number[]): number[] {
+  const text = process.env[name];
+  if (text === undefined || text === "") return fallback;
+  const values = text.split(",").map((s) => Number(s.trim()));
+  if (!values.every((v) => Number.isInteger(v) && v >= 1)) throw new Error(`${name}: must be whole numbers >= 1, comma-separated, got ${JSON.stringify(text)}`);
+  return values;
 }
 
 function whole(name: string, fallback: number, min: number): number {
@@ -56,6 +68,8 @@ export function readSettings(): BenchSettings {
     seed: whole("BENCH_SEED", 20_240_601, 0),
     deferMsgs: whole("BENCH_DEFER_MSGS", 20_000, 1),
     deferConcurrency: whole("BENCH_DEFER_CONCURRENCY", 256, 1),
+    bursts: sizes("BENCH_BURSTS", [10_000, 100_000]),
+    burstCaps: whole("BENCH_BURST_CAPS", 3, 1),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };
 }

@@ -1,17 +1,34 @@
--- Block-list check and duplicate-content mark of one send, in one step (SPEC §8).
--- KEYS[1]   the recipient's block list: hash of channel (or "*") -> entry JSON
--- KEYS[2]   optional: the duplicate-content mark of (recipient, channel, body hash)
--- ARGV[1]   the send's channel
--- ARGV[2]   member: the send's messageId
--- ARGV[3]   duplicate window, ms (used with KEYS[2])
--- Returns { 1, field, entry } opted out | { 2, first member, ms left } duplicate
--- | { 0, mark } clear, mark: 0 none asked, 1 made now, 2 already this member's (a retry).
-local listed = redis.call('HMGET', KEYS[1], ARGV[1], '*')
-if listed[1] then return { 1, ARGV[1], listed[1] } end
-if listed[2] then return { 1, '*', listed[2] } end
-if #KEYS < 2 then return { 0, 0 } end
-if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return { 0, 1 } end
-local first = redis.call('GET', KEYS[2])
--- the same messageId again is a retry of the send that made the mark, not a duplicate
-if first == ARGV[2] then return { 0, 2 } end
-return { 2, first, redis.call('PTTL', KEYS[2]) }
+-- Block-list check and duplicate-content mark of many sends, each in one step (SPEC §8).
+-- Per send, one or two KEYS in order: the recipient's block list (hash of channel or "*"
+-- -> entry JSON), then, when duplicate suppression is on, the mark of
+-- (recipient, channel, body hash).
+-- ARGV      per send: number of its keys (1|2), channel, member (messageId), window ms
+-- Returns { per send: kind, a, b } where kind 1 opted out (a field, b entry), 2 duplicate
+-- (a first member, b ms left), 0 clear (a: 0 no mark asked, 1 made now, 2 already this
+-- member's, a retry; b 0).
+local out = {}
+local k, pos = 1, 1
+while pos <= #ARGV do
+  local nkeys, channel, member, window = tonumber(ARGV[pos]), ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3]
+  local list, mark = KEYS[k], nkeys > 1 and KEYS[k + 1] or nil
+  k, pos = k + nkeys, pos + 4
+  local listed = redis.call('HMGET', list, channel, '*')
+  local kind, a, b = 0, 0, 0
+  if listed[1] then
+    kind, a, b = 1, channel, listed[1]
+  elseif listed[2] then
+    kind, a, b = 1, '*', listed[2]
+  elseif mark then
+    if redis.call('SET', mark, member, 'NX', 'PX', window) then
+      a = 1
+    else
+      local first = redis.call('GET', mark)
+      -- the same messageId again is a retry of the send that made the mark, not a duplicate
+      if first == member then a = 2 else kind, a, b = 2, first, redis.call('PTTL', mark) end
+    end
+  end
+  out[#out + 1] = kind
+  out[#out + 1] = a
+  out[#out + 1] = b
+end
+return out

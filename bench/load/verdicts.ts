@@ -6,13 +6,15 @@ export interface Verdicts {
   allowed: number;
   skipped: number;
   failOpen: number;
+  /** allowed because the send queue was full (maxQueued), the fail mode deciding */
+  overloaded: number;
   errors: number;
   /** the first error text, to show why */
   firstError?: string;
 }
 
 export function noVerdicts(): Verdicts {
-  return { allowed: 0, skipped: 0, failOpen: 0, errors: 0 };
+  return { allowed: 0, skipped: 0, failOpen: 0, overloaded: 0, errors: 0 };
 }
 
 /**
@@ -29,6 +31,7 @@ export function tally(verdicts: Verdicts, event: CompleteEvent, capIds?: Readonl
   }
   const admission = (event.msg as { admission?: Admission }).admission;
   if (admission?.reason === "fail_open") verdicts.failOpen++;
+  else if (admission?.reason === "overloaded") verdicts.overloaded++;
   else if (capIds && admission?.status === "allowed" && !claimedExactly(admission, capIds)) {
     verdicts.errors++;
     verdicts.firstError ??= `msg admitted with caps [${claimedCaps(admission).join(", ")}], not the scenario's [${[...capIds].join(", ")}]`;

@@ -10,8 +10,8 @@ export interface GateFlow {
 export interface GateFlowOptions {
   keyPrefix: string;
   redisUrl: string;
-  /** cap-config `timeoutMs`: high, so a slow claim waits instead of failing open */
-  timeoutMs: number;
+  /** cap-config `timeoutMs`: high, so a slow claim waits instead of failing open; absent, the default (50) */
+  timeoutMs?: number;
   /** where a postgres scenario's cap-config reads its rules (`pgUrl`, `pgTable` as `schema.table`) */
   pg?: { url: string; table: string };
 }
@@ -38,7 +38,7 @@ export function gateFlow(scenario: Scenario, tag: string, options: GateFlowOptio
           ? { rulesSource: "postgres", rules: [], pgUrl: pgOf(scenario, options).url, pgTable: pgOf(scenario, options).table }
           : { rulesSource: "inline", rules: scenario.rules }),
         failMode: "open",
-        timeoutMs: options.timeoutMs,
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       },
       {
         id: gateId,

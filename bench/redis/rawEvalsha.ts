@@ -19,25 +19,23 @@ export interface RawRun {
 }
 
 /**
- * The arguments of one claim as the Redis store sends them
- * (numkeys, keys..., member, then per cap: window ms, max, reset instant, 0
- * for these rolling caps: lua/claim.lua takes three per cap since calendar caps), with keys shaped like
- * the gate's (`<prefix>:{<org>|<recipient>}:c:<cap>`) and random recipients
- * and members. Each key draws its own recipient: on a single Redis that costs
- * the same as sharing one.
+ * The arguments of one claim as the Redis store sends them (numkeys 1, the
+ * recipient's counter hash `<prefix>:{<org>|<recipient>}:c`, the entry's tail,
+ * the cap count, then per cap: field, window ms, max, and 0, 0 for these
+ * rolling caps), with a random recipient and member. lua/claim.lua reads the
+ * tail's last 6 bytes: here 6 random digits, as good as a digest of a
+ * messageId and an attempt token.
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
-  const keys = rules.map((rule) => `${keyPrefix}:{default|%2B1555${RAND}}:c:${rule.id}`);
-  const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0"]);
-  // two draws make the member as good as unique, like a messageId
-  return [sha, String(rules.length), ...keys, `m-${RAND}-${RAND}`, ...limits];
+  const caps = rules.flatMap((rule) => [rule.id, String(rule.window_seconds * 1000), String(rule.max_count), "0", "0"]);
+  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, `m-${RAND}`, String(rules.length), ...caps];
 }
 
 /** Calls the script once with the placeholders filled, so a wrong call fails here, not as N silent errors. */
 export async function probeClaim(client: Redis, args: readonly string[], capCount: number): Promise<void> {
   const [sha, numKeys, ...rest] = args.map((a) => a.split(RAND).join("000000000000"));
   const reply = (await client.evalsha(sha as string, numKeys as string, ...rest)) as unknown;
-  if (!Array.isArray(reply) || reply.length !== 2 + 3 * capCount) throw new Error(`claim.lua probe answered ${JSON.stringify(reply)}`);
+  if (!Array.isArray(reply) || reply.length !== 2 + 3 * capCount || reply[1] !== 1) throw new Error(`claim.lua probe answered ${JSON.stringify(reply)}`);
 }
 
 /** Runs redis-benchmark on EVALSHA and returns its requests per second. */

@@ -1,25 +1,27 @@
 import type { ApplicableCap } from "./applicableCaps";
-import type { CapDecision } from "./capEngine";
+import type { CapDecision, ClaimAttempt } from "./capEngine";
+import type { StoreUnavailableError } from "./errors";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
 
 export type AdmissionStatus = "allowed" | "skipped" | "deferred";
 export type AdmissionReason =
   | "frequency_capped" | "opted_out" | "duplicate_content" | "quiet_hours"
-  | "throughput_exceeded" | "defer_expired" | "exempt" | "fail_open";
+  | "throughput_exceeded" | "defer_expired" | "exempt" | "fail_open" | "overloaded" | "reset";
 
-/** What a gate took for a msg, so a later refusal (or `release`) can give it back. */
-export interface AdmissionClaim {
+/**
+ * What a gate took for a msg, so a later refusal (or `release`) can give it
+ * back: slots in caps (the counter fields of the recipient's hash `key` that
+ * this attempt, `token`, added to) or a duplicate-content mark (`key`).
+ */
+export type AdmissionClaim = {
   gate: string;
-  /** a slot in cap counters, or a duplicate-content mark */
-  kind: "cap" | "dup";
   /** id of the cap-config whose store holds it */
   config: string;
   store: string;
   member: string;
-  keys: string[];
-  cap_ids?: string[];
+  key: string;
   at: string;
-}
+} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] } | { kind: "dup" });
 
 export interface TrailEntry {
   gate: string;
@@ -71,6 +73,8 @@ export const ERROR_CODES: Record<AdmissionReason, string> = {
   defer_expired: "DEFER_EXPIRED",
   exempt: "EXEMPT",
   fail_open: "FAIL_OPEN",
+  overloaded: "OVERLOADED",
+  reset: "RESET",
 };
 
 export interface CapGateContext {
@@ -99,11 +103,16 @@ export function seconds(ms: number | null): number | null {
 }
 
 /** The claim of slots in some caps' counters, to be given back by `release`. */
-function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], member: string, at: string): AdmissionClaim {
+function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], attempt: ClaimAttempt, at: string): AdmissionClaim {
   return {
-    gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member,
-    keys: caps.map((c) => c.key), cap_ids: caps.map((c) => c.rule.id), at,
+    gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: attempt.member, token: attempt.token,
+    key: (caps[0] as ApplicableCap).key, fields: caps.map((c) => c.field), cap_ids: caps.map((c) => c.rule.id), at,
   };
+}
+
+/** A store failure's reason on the msg: the send queue was full, or the store failed. */
+export function failReason(error: StoreUnavailableError): "overloaded" | "fail_open" {
+  return error.kind === "overloaded" ? "overloaded" : "fail_open";
 }
 
 /** The msg.admission a frequency-cap gate writes for its decision, keeping earlier gates' claims and trail. */
@@ -116,16 +125,17 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
     case "exempt":
     case "fail_open": {
       // a claim that timed out may still have landed in Redis: record it, so a later refusal or release gives it back
-      if (decision.kind === "fail_open" && decision.caps && decision.member !== undefined && decision.caps.length > 0) {
-        claims.push(capClaim(ctx, decision.caps, decision.member, at));
+      if (decision.kind === "fail_open" && decision.caps && decision.attempt && decision.caps.length > 0) {
+        claims.push(capClaim(ctx, decision.caps, decision.attempt, at));
       }
-      trail.push({ gate: ctx.gate, status: "allowed", reason: decision.kind, at });
-      return { status: "allowed", reason: decision.kind, ...base };
+      const reason = decision.kind === "exempt" ? "exempt" : failReason(decision.error);
+      trail.push({ gate: ctx.gate, status: "allowed", reason, at });
+      return { status: "allowed", reason, ...base };
     }
     case "allowed": {
       // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt
       const taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false);
-      if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.member, at));
+      if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.attempt, at));
       trail.push({ gate: ctx.gate, status: "allowed", at });
       const remaining = decision.caps.length === 0
         ? undefined
@@ -172,12 +182,14 @@ export function suppressionAdmission(decision: SuppressionDecision, previous: un
   const at = ctx.now.toISOString();
   const base = { gate: ctx.gate, claims, trail, ...deferral };
   switch (decision.kind) {
-    case "fail_open":
-      trail.push({ gate: ctx.gate, status: "allowed", reason: "fail_open", at });
-      return { status: "allowed", reason: "fail_open", ...base };
+    case "fail_open": {
+      const reason = failReason(decision.error);
+      trail.push({ gate: ctx.gate, status: "allowed", reason, at });
+      return { status: "allowed", reason, ...base };
+    }
     case "clear":
       if (decision.markKey !== undefined) {
-        claims.push({ gate: ctx.gate, kind: "dup", config: ctx.configId, store: ctx.storeKind, member: decision.member, keys: [decision.markKey], at });
+        claims.push({ gate: ctx.gate, kind: "dup", config: ctx.configId, store: ctx.storeKind, member: decision.member, key: decision.markKey, at });
       }
       trail.push({ gate: ctx.gate, status: "allowed", at });
       return { status: "allowed", ...base };

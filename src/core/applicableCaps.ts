@@ -1,16 +1,21 @@
 import { calendarPeriod } from "./calendarPeriod";
-import { capKeyUnder, recipientKeyBase } from "./keys";
+import { capCounterField, capCounterKey } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
 
 /** One cap that gates a given send, with the counter it claims in. */
 export interface ApplicableCap {
   rule: CapRule;
+  /** the recipient's counter hash */
   key: string;
+  /** this cap's counter in it */
+  field: string;
   /** min(max_count, recipientLimits[cap]) */
   max: number;
+  /** rolling: the window; calendar: the current period's length */
   windowMs: number;
-  /** calendar caps: when the current period ends and every slot frees */
+  /** calendar caps: the current period, in the send's zone: entries since startMs count, all free at resetAt */
+  startMs?: number;
   resetAt?: number;
 }
 
@@ -41,20 +46,20 @@ function appliesTo(rule: CapRule, send: Send): boolean {
  */
 export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock): ApplicableCap[] {
   const caps: ApplicableCap[] = [];
-  let base: string | undefined;
+  let key: string | undefined;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;
     const own = send.recipientLimits[rule.id];
-    base ??= recipientKeyBase(keyPrefix, send.org, recipientKey);
-    const key = capKeyUnder(base, rule.id, rule.per.map((a) => send.attributes[a] as string));
+    key ??= capCounterKey(keyPrefix, send.org, recipientKey);
+    const field = capCounterField(rule.id, rule.per.map((a) => send.attributes[a] as string));
     const max = own === undefined ? rule.max_count : Math.min(rule.max_count, own);
     if (rule.window_type === "rolling") {
-      caps.push({ rule, key, max, windowMs: rule.window_seconds * 1000 });
+      caps.push({ rule, key, field, max, windowMs: rule.window_seconds * 1000 });
       continue;
     }
+    // one counter whatever the zone: each send counts what the recipient got since its own local midnight (or Monday)
     const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), send.timezone ?? clock?.defaultZone ?? "UTC");
-    // "#" never appears in an encoded part, so a period can never pass for a per value
-    caps.push({ rule, key: `${key}#${period.id}`, max, windowMs: period.endMs - period.startMs, resetAt: period.endMs });
+    caps.push({ rule, key, field, max, windowMs: period.endMs - period.startMs, startMs: period.startMs, resetAt: period.endMs });
   }
   return caps;
 }

@@ -3,8 +3,10 @@ import { StoreUnavailableError } from "./errors";
 import { recipientToken } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
+import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
-import type { ClaimOutcome, CounterSpec } from "./stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, CounterSpec, RecordRequest } from "./stores/admissionStore";
+import { claimToken } from "./stores/counterEntry";
 
 export type { FailMode } from "./storeAccess";
 
@@ -25,12 +27,18 @@ export interface BlockingCap {
   retryAfterMs: number | null;
 }
 
+/** What a claim attempt took (or, timed out, may have taken): enough to give exactly that back. */
+export interface ClaimAttempt {
+  member: string;
+  token: number;
+}
+
 export type CapDecision =
   | { kind: "exempt" }
-  | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; member: string }
+  | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; attempt: ClaimAttempt }
   | { kind: "capped"; blocking: BlockingCap[]; retryAfterMs: number | null }
-  /** caps and member are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
-  | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; member?: string };
+  /** caps and attempt are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
+  | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt };
 
 export interface CapUsage {
   cap_id: string;
@@ -47,7 +55,13 @@ export interface CapUsage {
 
 /** Decides one send against every applicable cap with a single atomic store claim. */
 export class CapEngine {
-  constructor(private readonly options: CapEngineOptions) {}
+  private readonly claims: Lane<ClaimRequest, ClaimOutcome>;
+  private readonly records: Lane<RecordRequest, number[]>;
+
+  constructor(private readonly options: CapEngineOptions) {
+    this.claims = options.access.lane("claim", (store, items) => store.claim(items));
+    this.records = options.access.lane("record", (store, items) => store.record(items));
+  }
 
   /** Exempt tiers (cap-config exemptTiers) are neither checked nor recorded. */
   isExempt(tier: string | undefined): boolean {
@@ -69,21 +83,41 @@ export class CapEngine {
     }
   }
 
-  async claim(send: Send): Promise<CapDecision> {
-    if (this.isExempt(send.tier)) return { kind: "exempt" };
-    const rules = await this.rulesOf(send);
-    if (rules instanceof StoreUnavailableError) return { kind: "fail_open", error: rules };
-    const caps = this.capsFor(send, rules);
-    if (caps.length === 0) return { kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, member: send.messageId };
-    const specs = counterSpecs(caps);
-    const outcome = await this.options.access.decide(send.org, send.channel, (store) => store.claim(send.messageId, specs));
-    if (outcome instanceof StoreUnavailableError) {
-      return outcome.kind === "timeout"
-        ? { kind: "fail_open", error: outcome, caps, member: send.messageId }
-        : { kind: "fail_open", error: outcome };
+  claim(send: Send): Promise<CapDecision> {
+    if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
+    let rules: readonly CapRule[] | Promise<readonly CapRule[]>;
+    try {
+      rules = this.options.rules(send.org, send.channel);
+    } catch (err) {
+      return this.rulesFailed(send, err);
     }
-    if (outcome.allowed) return { kind: "allowed", caps, outcome, member: send.messageId };
-    return blockedDecision(caps, outcome);
+    // rules at hand (inline, or a fresh cache entry): no extra turn of the event loop
+    if (Array.isArray(rules)) return this.claimUnder(send, rules as readonly CapRule[]);
+    return (rules as Promise<readonly CapRule[]>).then((loaded) => this.claimUnder(send, loaded), (err: unknown) => this.rulesFailed(send, err));
+  }
+
+  private rulesFailed(send: Send, err: unknown): Promise<CapDecision> {
+    try {
+      return Promise.resolve({ kind: "fail_open", error: this.options.access.failed(send.org, send.channel, err) });
+    } catch (closed) {
+      return Promise.reject(closed);
+    }
+  }
+
+  private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
+    const caps = this.capsFor(send, rules);
+    const attempt = { member: send.messageId, token: claimToken() };
+    if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt });
+    const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
+    return this.options.access.decide(send.org, send.channel, this.claims, request).then((outcome): CapDecision => {
+      if (outcome instanceof StoreUnavailableError) {
+        return outcome.kind === "timeout"
+          ? { kind: "fail_open", error: outcome, caps, attempt }
+          : { kind: "fail_open", error: outcome };
+      }
+      if (outcome.allowed) return { kind: "allowed", caps, outcome, attempt };
+      return blockedDecision(caps, outcome);
+    });
   }
 
   /**
@@ -95,7 +129,8 @@ export class CapEngine {
     if (rules instanceof StoreUnavailableError) throw rules;
     const all = rules.map((rule) => ({ ...rule, applies_to_categories: [], match: {} }));
     const caps = this.capsFor(send, all);
-    const counters = await this.options.access.callAdmin((store) => store.inspect(counterSpecs(caps)));
+    const key = caps[0]?.key;
+    const counters = key === undefined ? [] : await this.options.access.callAdmin((store) => store.inspect(key, counterSpecs(caps)));
     return caps.map((cap, i) => {
       const original = rules.find((r) => r.id === cap.rule.id) as CapRule;
       const counter = counters[i] as { count: number; retryAfterMs: number | null; full: boolean };
@@ -121,14 +156,17 @@ export class CapEngine {
     if (rules instanceof StoreUnavailableError) return rules;
     const caps = this.capsFor(send, rules);
     if (caps.length === 0) return { caps, counts: [] };
-    const specs = counterSpecs(caps);
-    const counts = await this.options.access.decide(send.org, send.channel, (store) => store.record(send.messageId, specs));
+    const request = { key: (caps[0] as ApplicableCap).key, member: send.messageId, counters: counterSpecs(caps) };
+    const counts = await this.options.access.decide(send.org, send.channel, this.records, request);
     return counts instanceof StoreUnavailableError ? counts : { caps, counts };
   }
 }
 
 function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
-  return caps.map((c) => ({ key: c.key, windowMs: c.windowMs, max: c.max, ...(c.resetAt !== undefined ? { resetAt: c.resetAt } : {}) }));
+  return caps.map((c) => ({
+    field: c.field, windowMs: c.windowMs, max: c.max,
+    ...(c.resetAt !== undefined ? { startMs: c.startMs ?? 0, resetAt: c.resetAt } : {}),
+  }));
 }
 
 function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecision {

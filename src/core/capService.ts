@@ -2,6 +2,9 @@ import type { AdmissionClaim } from "./admission";
 import { CapEngine } from "./capEngine";
 import { readCapSettings, type CapSettings, type RawCapSettings } from "./capSettings";
 import { releaseClaims } from "./claims";
+import { recipientToken } from "./keys";
+import type { Lane } from "./sendQueue/sendQueue";
+import type { ReleaseRequest } from "./stores/admissionStore";
 import { ConfigError, RuleValidationError } from "./errors";
 import type { CapRule } from "./rules";
 import type { SendRules } from "./send";
@@ -127,6 +130,8 @@ export class CapService {
   readonly sendRules: SendRules;
 
   readonly rules: RulesProvider;
+  private readonly releases: Lane<ReleaseRequest, number>;
+  private readonly hmacSecret: string | undefined;
 
   private constructor(
     readonly settings: CapSettings,
@@ -137,8 +142,12 @@ export class CapService {
     private readonly env: CapServiceEnvironment,
   ) {
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
-    this.access = new StoreAccess(store, settings.failMode, settings.timeoutMs, (text) => log.warn(text));
+    this.access = new StoreAccess(store, {
+      failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, warn: (text) => log.warn(text),
+    });
+    this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
+    this.hmacSecret = hmac.hmacSecret;
     this.engine = new CapEngine({
       access: this.access,
       rules: (org, channel) => this.rules.rulesFor(org, channel),
@@ -150,7 +159,7 @@ export class CapService {
       access: this.access, keyPrefix: settings.keyPrefix, mirrored: settings.rulesSource === "postgres", ...hmac,
     });
     this.rules = createRules(settings, inlineRules, secrets, log, this.suppression);
-    this.deferrals = new Deferrals(createDeferQueue(store, settings, env, log), (text) => log.warn(text));
+    this.deferrals = new Deferrals(createDeferQueue(store, settings, env, log), this.access, (text) => log.warn(text));
   }
 
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */
@@ -172,9 +181,17 @@ export class CapService {
     return this.engine.isExempt(tier);
   }
 
-  /** Gives back claims this service's store holds (a refusal later in the chain, or release mode). */
-  release(claims: readonly AdmissionClaim[]): Promise<number> {
-    return releaseClaims(this.access, claims);
+  /**
+   * Gives back claims this service's store holds for a msg of `recipient`
+   * (a refusal later in the chain, or release mode); claims that are not this
+   * msg's own are refused, untouched.
+   */
+  release(claims: readonly AdmissionClaim[], of: { recipient: string; org?: string }): Promise<{ given: number; refused: AdmissionClaim[] }> {
+    return releaseClaims(this.access, this.releases, claims, {
+      keyPrefix: this.settings.keyPrefix,
+      org: of.org ?? this.settings.defaultOrg,
+      recipientToken: recipientToken(of.recipient, this.hmacSecret),
+    });
   }
 
   async close(): Promise<void> {

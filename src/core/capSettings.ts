@@ -23,6 +23,7 @@ export interface RawCapSettings {
   requireTier?: unknown;
   hashRecipients?: unknown;
   channels?: unknown;
+  maxQueued?: unknown;
 }
 
 export interface CapSettings {
@@ -42,6 +43,8 @@ export interface CapSettings {
   requireTier: boolean;
   hashRecipients: boolean;
   channels: string[];
+  /** most msgs waiting in the send queue before new ones are "overloaded" (SPEC §9) */
+  maxQueued: number;
 }
 
 function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T, problems: string[]): T {
@@ -85,6 +88,9 @@ export function readCapSettings(raw: RawCapSettings): { settings: CapSettings; p
   const timeoutMs = raw.timeoutMs === undefined || raw.timeoutMs === "" ? 50 : Number(raw.timeoutMs);
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) problems.push(`timeoutMs: must be a positive number of ms, got ${JSON.stringify(raw.timeoutMs)}`);
 
+  const maxQueued = raw.maxQueued === undefined || raw.maxQueued === "" ? 100_000 : Number(raw.maxQueued);
+  if (!Number.isInteger(maxQueued) || maxQueued < 1) problems.push(`maxQueued: must be a whole number of msgs >= 1, got ${JSON.stringify(raw.maxQueued)}`);
+
   const store = oneOf("store", raw.store, ["memory", "redis", "redis-cluster"] as const, "memory", problems);
   const redisNodes = stringList("redisNodes", raw.redisNodes, [], problems);
   if (store === "redis-cluster" && redisNodes.length === 0) problems.push("redisNodes: a redis-cluster store needs at least one host:port");
@@ -107,6 +113,7 @@ export function readCapSettings(raw: RawCapSettings): { settings: CapSettings; p
     requireTier: flag(raw.requireTier),
     hashRecipients: flag(raw.hashRecipients),
     channels: channelList(stringList("channels", raw.channels, [], problems)),
+    maxQueued: Number.isInteger(maxQueued) && maxQueued >= 1 ? maxQueued : 100_000,
   };
   if (settings.rulesSource === "postgres") {
     const tableProblem = rulesTableProblem(settings.pgTable);

@@ -1,20 +1,54 @@
 import type { AdmissionClaim } from "./admission";
+import { recipientKeyBase } from "./keys";
+import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
-import type { ReleaseSpec } from "./stores/admissionStore";
+import type { ReleaseRequest } from "./stores/admissionStore";
+
+/** Whose claims a give-back may touch: keys under this cap-config's prefix and the msg's own recipient tag. */
+export interface ClaimOwner {
+  keyPrefix: string;
+  org: string;
+  /** the recipient as keys hold it (its HMAC when hashing is on) */
+  recipientToken: string;
+}
+
+function isToken(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 65535;
+}
 
 /**
- * Gives back the claims one cap-config's store holds for a msg: one atomic
- * release per member (a msg's claims share its messageId). Returns how many
- * entries were still held.
+ * The release of one claim as found on a msg, or undefined when it is not a
+ * claim this package writes for this msg: `msg.admission.claims` passes
+ * through the flow (a function node may copy or rewrite it), so a give-back
+ * must never delete what another msg, tenant or queue owns.
  */
-export async function releaseClaims(access: StoreAccess, claims: readonly AdmissionClaim[]): Promise<number> {
-  const byMember = new Map<string, ReleaseSpec[]>();
-  for (const claim of claims) {
-    const specs = byMember.get(claim.member) ?? [];
-    for (const key of claim.keys) specs.push({ key, kind: claim.kind === "cap" ? "z" : "k" });
-    byMember.set(claim.member, specs);
+export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | undefined {
+  if (typeof claim !== "object" || claim === null) return undefined;
+  const c = claim as Partial<Record<string, unknown>>;
+  if (typeof c.member !== "string" || typeof c.key !== "string") return undefined;
+  const base = recipientKeyBase(owner.keyPrefix, owner.org, owner.recipientToken);
+  if (c.kind === "cap") {
+    const fields = c.fields;
+    if (c.key !== `${base}:c` || !isToken(c.token) || !Array.isArray(fields) || !fields.every((f) => typeof f === "string" && f !== "!")) return undefined;
+    return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[] };
   }
-  let given = 0;
-  for (const [member, specs] of byMember) given += await access.call((store) => store.release(member, specs));
-  return given;
+  if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) return { kind: "mark", key: c.key, member: c.member };
+  return undefined;
+}
+
+/**
+ * Gives back the claims one cap-config's store holds for a msg, each in its
+ * own batched release. Returns how many entries were still held, and the
+ * claims refused as not this msg's (the caller warns about them).
+ */
+export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner): Promise<{ given: number; refused: AdmissionClaim[] }> {
+  const refused: AdmissionClaim[] = [];
+  const requests: ReleaseRequest[] = [];
+  for (const claim of claims) {
+    const request = releaseOf(claim, owner);
+    if (request) requests.push(request);
+    else refused.push(claim);
+  }
+  const given = await Promise.all(requests.map((request) => access.submit(lane, request)));
+  return { given: given.reduce((sum, n) => sum + n, 0), refused };
 }

@@ -25,7 +25,12 @@ export class ConfigError extends Error {
   }
 }
 
-export type StoreFailureKind = "timeout" | "error" | "circuit_open" | "not_ready";
+/**
+ * timeout: a sent call was not answered in time; error: the store answered
+ * with a failure; not_ready: no connection; circuit_open: not called, the
+ * breaker is open; overloaded: not called, the send queue is full (SPEC §9).
+ */
+export type StoreFailureKind = "timeout" | "error" | "circuit_open" | "not_ready" | "overloaded";
 
 /** The counter store could not answer in time (or at all). */
 export class StoreUnavailableError extends Error {

@@ -12,6 +12,11 @@ export class FailOpenReporter {
     return this.total;
   }
 
+  /** A fail-open that is warned about elsewhere (an overload episode). */
+  countQuietly(): void {
+    this.total++;
+  }
+
   report(org: string, channel: string, reason: string): void {
     this.total++;
     const key = `${org}\u0000${channel}`;

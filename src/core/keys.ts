@@ -40,16 +40,20 @@ export function recipientKeyBase(prefix: string, org: string, recipient: string)
   return `${prefix}:${recipientHashTag(org, recipient)}`;
 }
 
-/** `<base>:c:<cap_id>[:<per values>]`, the base from recipientKeyBase (SPEC §5). */
-export function capKeyUnder(base: string, capId: string, perValues: readonly string[]): string {
-  let key = `${base}:c:${encodeKeyPart(capId)}`;
-  for (const v of perValues) key += `:${encodeKeyPart(v)}`;
-  return key;
+/** `<prefix>:{<org>|<recipient>}:c`: the hash that holds every cap counter of one recipient (SPEC §5). */
+export function capCounterKey(prefix: string, org: string, recipient: string): string {
+  return `${recipientKeyBase(prefix, org, recipient)}:c`;
 }
 
-/** `<prefix>:{<org>|<recipient>}:c:<cap_id>[:<per values>]` (SPEC §5). */
-export function capCounterKey(prefix: string, org: string, recipient: string, capId: string, perValues: readonly string[]): string {
-  return capKeyUnder(recipientKeyBase(prefix, org, recipient), capId, perValues);
+/**
+ * `<cap_id>[:<per values>]`: one cap's counter in the recipient's hash. The
+ * parts are encoded, so `:` only separates them and two different (cap, per
+ * values) never share a field; nor can one be "!", the hash's own expiry.
+ */
+export function capCounterField(capId: string, perValues: readonly string[]): string {
+  let field = encodeKeyPart(capId);
+  for (const v of perValues) field += `:${encodeKeyPart(v)}`;
+  return field;
 }
 
 /** A key prefix must not carry a brace, or it would move the hash tag. */

@@ -156,3 +156,13 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
     ...optionalField("expiresAt", readExpiresAt(raw.expiresAt)),
   };
 }
+
+/**
+ * Whose claims a release-mode msg gives back: only its recipient and org are
+ * needed (a give-back touches nothing outside the msg's own keys).
+ */
+export function claimHolder(raw: Pick<RawSend, "recipient" | "org">, rules: Pick<SendRules, "defaultOrg">): { recipient: string; org: string } {
+  if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
+  if (typeof raw.recipient !== "string") throw new SendFieldError("recipient", `must be a string, got ${typeof raw.recipient}`);
+  return { recipient: raw.recipient, org: optionalString("org", raw.org) ?? rules.defaultOrg };
+}

@@ -1,28 +1,73 @@
 import { StoreUnavailableError } from "./errors";
 import { FailOpenReporter } from "./failOpenReporter";
-import { StoreGuard } from "./storeGuard";
-import type { AdmissionStore } from "./stores/admissionStore";
+import { SendQueue, type Lane } from "./sendQueue/sendQueue";
+import { asStoreFailure } from "./storeFaults";
+import { CircuitBreaker, StoreGuard } from "./storeGuard";
+import type { AdmissionStore, Settled } from "./stores/admissionStore";
 
 export type FailMode = "open" | "closed";
 
+export interface StoreAccessOptions {
+  failMode: FailMode;
+  /** a sent store call's timeout */
+  timeoutMs: number;
+  /** most msgs waiting in the send queue (SPEC §11 maxQueued) */
+  maxQueued: number;
+  /** most batches at the store at once, and most items in one (tuned by the bench) */
+  maxInFlight?: number;
+  maxBatch?: number;
+  warn: (text: string) => void;
+}
+
+export const SEND_QUEUE_DEFAULTS = { maxInFlight: 4, maxBatch: 256 } as const;
+
 /**
- * A cap-config's one way into its store: remote calls get the timeout and
- * circuit breaker; a failure either fails open (counted, warned with org and
- * channel) or is thrown for the msg to go to Catch (SPEC §9).
+ * A cap-config's one way into its store. A remote store's calls wait in the
+ * send queue and go out in batches under a timeout and a circuit breaker; the
+ * memory store answers at once. A failure either fails open (counted, warned
+ * with org and channel) or is thrown for the msg to go to Catch (SPEC §9).
  */
 export class StoreAccess {
-  readonly guard: StoreGuard;
+  readonly failMode: FailMode;
+  readonly breaker = new CircuitBreaker();
+  /** absent for the memory store: nothing ever waits */
+  readonly queue: SendQueue | undefined;
+  readonly failOpen: FailOpenReporter;
   /** block-list edits and listings: bulk work, off the send path, with a timeout of its own */
   private readonly adminGuard = new StoreGuard({ timeoutMs: 30_000 });
-  readonly failOpen: FailOpenReporter;
 
-  constructor(readonly store: AdmissionStore, readonly failMode: FailMode, timeoutMs: number, warn: (text: string) => void) {
-    this.guard = new StoreGuard({ timeoutMs });
-    this.failOpen = new FailOpenReporter(warn);
+  constructor(readonly store: AdmissionStore, options: StoreAccessOptions) {
+    this.failMode = options.failMode;
+    this.failOpen = new FailOpenReporter(options.warn);
+    this.queue = store.remote
+      ? new SendQueue({
+        maxQueued: options.maxQueued,
+        maxInFlight: options.maxInFlight ?? store.batching?.maxInFlight ?? SEND_QUEUE_DEFAULTS.maxInFlight,
+        maxBatch: options.maxBatch ?? store.batching?.maxBatch ?? SEND_QUEUE_DEFAULTS.maxBatch,
+        timeoutMs: options.timeoutMs,
+        breaker: this.breaker,
+        onOverload: (max) => options.warn(`the send queue is full (${max} msgs, maxQueued): new msgs get reason "overloaded" and the fail mode (${options.failMode}) decides until it drains`),
+      })
+      : undefined;
   }
 
-  call<T>(work: (store: AdmissionStore) => Promise<T>): Promise<T> {
-    return this.store.remote ? this.guard.run(() => work(this.store)) : work(this.store);
+  /** A lane of this store's calls, answered in batches (see SendQueue). */
+  lane<I, O>(name: string, run: (store: AdmissionStore, items: readonly I[]) => Promise<Settled<O>[]>, options: { bounded?: boolean; timeoutMs?: number } = {}): Lane<I, O> {
+    return {
+      name,
+      bounded: options.bounded ?? true,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      run: (items) => run(this.store, items),
+    };
+  }
+
+  /** One item's answer: through the send queue for a remote store, at once for the memory store. */
+  submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
+    if (this.queue) return this.queue.submit(lane, item);
+    return lane.run([item]).then(([result]) => {
+      if (result instanceof StoreUnavailableError) throw result;
+      return result as O;
+    });
   }
 
   callAdmin<T>(work: (store: AdmissionStore) => Promise<T>): Promise<T> {
@@ -30,19 +75,17 @@ export class StoreAccess {
   }
 
   /** For a send path: the store's answer, or the failure when the fail mode is open (thrown when closed). */
-  async decide<T>(org: string, channel: string, work: (store: AdmissionStore) => Promise<T>): Promise<T | StoreUnavailableError> {
-    try {
-      return await this.call(work);
-    } catch (err) {
-      return this.failed(org, channel, err);
-    }
+  decide<I, O>(org: string, channel: string, lane: Lane<I, O>, item: I): Promise<O | StoreUnavailableError> {
+    return this.submit(lane, item).catch((err: unknown) => this.failed(org, channel, err));
   }
 
   /** Applies the fail mode to a failure on a send path (the store, or the rules it needs). */
   failed(org: string, channel: string, err: unknown): StoreUnavailableError {
-    const failure = err instanceof StoreUnavailableError ? err : new StoreUnavailableError("error", (err as Error).message, err);
+    const failure = asStoreFailure(err);
     if (this.failMode === "closed") throw failure;
-    this.failOpen.report(org, channel, failure.message);
+    // an overload is warned once per episode by the queue, not per org and channel
+    if (failure.kind === "overloaded") this.failOpen.countQuietly();
+    else this.failOpen.report(org, channel, failure.message);
     return failure;
   }
 }

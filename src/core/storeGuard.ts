@@ -1,65 +1,83 @@
 import { StoreUnavailableError } from "./errors";
+import { asStoreFailure, isStoreFault } from "./storeFaults";
+import { roundTrip } from "./sendQueue/roundTrip";
 
-export interface StoreGuardOptions {
-  timeoutMs: number;
-  /** consecutive failures that open the circuit */
+export interface CircuitBreakerOptions {
+  /** consecutive store faults that open the circuit */
   failureThreshold?: number;
   /** how long an open circuit refuses calls before one probe */
   coolDownMs?: number;
 }
 
 /**
- * Every store call gets a timeout; after repeated failures the circuit opens
- * and calls fail at once for a cool-down, then a single probe decides (SPEC §9).
+ * After repeated store faults the circuit opens: calls fail at once for a
+ * cool-down, then a single probe decides (SPEC §9). Only faults that say the
+ * store is unwell count (storeFaults.ts); a msg's own bad input never does.
  */
-export class StoreGuard {
-  private consecutiveFailures = 0;
+export class CircuitBreaker {
+  private consecutiveFaults = 0;
   private openUntil = 0;
   private probing = false;
   private readonly threshold: number;
   private readonly coolDownMs: number;
 
-  constructor(private readonly options: StoreGuardOptions) {
+  constructor(options: CircuitBreakerOptions = {}) {
     this.threshold = options.failureThreshold ?? 3;
     this.coolDownMs = options.coolDownMs ?? 1000;
   }
 
   isOpen(): boolean {
-    return this.consecutiveFailures >= this.threshold;
-  }
-
-  async run<T>(call: () => Promise<T>): Promise<T> {
-    const isProbe = this.admit();
-    try {
-      const result = await withTimeout(call(), this.options.timeoutMs);
-      this.consecutiveFailures = 0;
-      return result;
-    } catch (err) {
-      this.consecutiveFailures++;
-      if (this.consecutiveFailures >= this.threshold) this.openUntil = Date.now() + this.coolDownMs;
-      throw err instanceof StoreUnavailableError
-        ? err
-        : new StoreUnavailableError("error", `store error: ${(err as Error).message}`, err);
-    } finally {
-      if (isProbe) this.probing = false;
-    }
+    return this.consecutiveFaults >= this.threshold;
   }
 
   /** Throws while the circuit is open; returns true when this call is the half-open probe. */
-  private admit(): boolean {
-    if (this.consecutiveFailures < this.threshold) return false;
+  admit(): boolean {
+    if (this.consecutiveFaults < this.threshold) return false;
     if (Date.now() < this.openUntil || this.probing) {
       throw new StoreUnavailableError("circuit_open", "store circuit is open after repeated failures");
     }
     this.probing = true;
     return true;
   }
+
+  /** The outcome of an admitted call: answered, or failed with `err`. */
+  settle(isProbe: boolean, err?: unknown): void {
+    if (isProbe) this.probing = false;
+    if (err === undefined || !isStoreFault(err)) {
+      if (err === undefined) this.consecutiveFaults = 0;
+      return;
+    }
+    this.consecutiveFaults++;
+    if (this.consecutiveFaults >= this.threshold) this.openUntil = Date.now() + this.coolDownMs;
+  }
 }
 
-function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError("timeout", `store did not answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+export interface StoreGuardOptions extends CircuitBreakerOptions {
+  timeoutMs: number;
+}
+
+/** One call at a time under a timeout and a breaker: for admin work off the send path. */
+export class StoreGuard {
+  readonly breaker: CircuitBreaker;
+
+  constructor(private readonly options: StoreGuardOptions) {
+    this.breaker = new CircuitBreaker(options);
+  }
+
+  isOpen(): boolean {
+    return this.breaker.isOpen();
+  }
+
+  async run<T>(call: () => Promise<T>): Promise<T> {
+    const isProbe = this.breaker.admit();
+    try {
+      const result = await roundTrip(call(), this.options.timeoutMs);
+      this.breaker.settle(isProbe);
+      return result;
+    } catch (err) {
+      const failure = asStoreFailure(err);
+      this.breaker.settle(isProbe, failure);
+      throw failure;
+    }
+  }
 }

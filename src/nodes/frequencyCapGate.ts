@@ -1,12 +1,12 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { capAdmission, carried } from "../core/admission";
-import { parseSend, type Send } from "../core/send";
+import { claimHolder, parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, secondsSetting, serveGate, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
@@ -61,12 +61,15 @@ export default function register(RED: NodeAPI): void {
       ? releaseHeldMsgs(config.service, node, GATE, status)
       : [];
 
-    async function readSend(msg: AdmittedMsg, service: CapService): Promise<Send> {
-      return parseSend(await reader.read(msg), service.sendRules);
+    async function readSend(msg: AdmittedMsg, service: CapService, lineUp: LineUp): Promise<Send> {
+      const raw = reader.read(msg);
+      const sendData = parseSend(raw instanceof Promise ? await raw : raw, service.sendRules);
+      lineUp(sendData);
+      return sendData;
     }
 
-    async function claim(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {
-      const sendData = await readSend(msg, service);
+    async function claim(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+      const sendData = await readSend(msg, service, lineUp);
       const decision = await service.engine.claim(sendData);
       const admission = capAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
@@ -90,12 +93,12 @@ export default function register(RED: NodeAPI): void {
           (m) => send([null, m, null]), collapseKey);
         return;
       }
-      await prepareRefusal(refusal, msg, admission, sendData.tier);
+      await prepareRefusal(refusal, msg, admission, sendData);
       send([null, msg, null]);
     }
 
-    async function record(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {
-      const sendData = await readSend(msg, service);
+    async function record(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+      const sendData = await readSend(msg, service, lineUp);
       const result = await service.engine.record(sendData);
       const { claims, trail } = carried(msg.admission);
       const at = new Date().toISOString();
@@ -111,21 +114,24 @@ export default function register(RED: NodeAPI): void {
       send([msg, null, null]);
     }
 
-    async function release(msg: AdmittedMsg, send: SendFn): Promise<void> {
+    async function release(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
       const { claims, trail } = carried(msg.admission);
-      const { refunded, kept } = await refundClaims(RED, node, claims);
+      const raw = reader.read(msg);
+      const holder = claimHolder(raw instanceof Promise ? await raw : raw, service.sendRules);
+      lineUp(holder);
+      const { refunded, kept } = await refundClaims(RED, node, claims, holder);
       trail.push({ gate: GATE, status: "released", refunded, at: new Date().toISOString() });
       msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims: kept, trail };
       status.released();
       send([msg, null, null]);
     }
 
-    async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
+    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
       const service = config?.service;
       if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
-      if (mode === "record") return record(msg, send, service);
-      if (mode === "release") return release(msg, send);
-      return claim(msg, send, service);
+      if (mode === "record") return record(msg, send, service, lineUp);
+      if (mode === "release") return release(msg, send, service, lineUp);
+      return claim(msg, send, service, lineUp);
     }
 
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing]);

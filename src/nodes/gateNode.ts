@@ -1,5 +1,6 @@
 import type { Node, NodeMessage, NodeMessageInFlow } from "node-red";
 import type { CapService } from "../core/capService";
+import { OutputOrder } from "../core/outputOrder";
 import type { GateStatus } from "./gateStatus";
 import { releaseHandler } from "./holding";
 import type { AdmittedMsg } from "./refusal";
@@ -7,19 +8,29 @@ import type { AdmittedMsg } from "./refusal";
 export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
 type Done = (err?: Error) => void;
 
+/** Puts a msg in its recipient's line, once the gate has read whose it is. */
+export type LineUp = (recipient: { org: string; recipient: string }) => void;
+
 /**
  * A gate's input and close, the Node-RED way: the handler is declared as
  * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
  * which hands the msg to a Catch node; on close every subscription ends.
+ * Msgs of one recipient leave in the order they came (lineUp), whatever
+ * order the store answers them in.
  */
-export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn) => Promise<void>, cleanups: readonly ((() => void) | undefined)[]): void {
+export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly ((() => void) | undefined)[]): void {
+  const order = new OutputOrder();
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
-    handle(msg as AdmittedMsg, send).then(
-      () => done(),
-      (err: Error) => {
-        status.error(err.message.slice(0, 60));
-        done(err);
-      },
+    const place = order.place();
+    const ordered: SendFn = (out) => place.emit(() => send(out));
+    const lineUp: LineUp = (r) => place.join(`${r.org}\u0000${r.recipient}`);
+    const finish = (err?: Error): void => {
+      if (err) status.error(err.message.slice(0, 60));
+      done(err);
+    };
+    handle(msg as AdmittedMsg, ordered, lineUp).then(
+      () => { const later = place.leave(); if (later) void later.then(() => finish()); else finish(); },
+      (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
     );
   });
   node.on("close", () => {

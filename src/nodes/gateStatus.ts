@@ -67,6 +67,7 @@ export class GateStatus {
     const stops = [
       service.store.onStateChange((state) => this.storeState(state)),
       service.rules.onStateChange((state) => this.rulesState(state)),
+      service.access.queue?.onLength((length) => this.queued(length)) ?? (() => undefined),
     ];
     this.schedule();
     return () => stops.forEach((stop) => stop());
@@ -126,8 +127,9 @@ export class GateStatus {
     if (released > 0) parts.push(this.counted("released", released));
     else if (recorded > 0) parts.push(this.counted("recorded", recorded));
     else parts.push(this.counted("allowed", allowed), this.counted("skipped", skipped));
-    if (this.held > 0) parts.push(this.counted("held", this.held));
+    // the send queue first: msgs waiting for the store say more about its health than msgs held by design
     if (this.waiting > 0) parts.push(this.counted("queued", this.waiting));
+    if (this.held > 0) parts.push(this.counted("held", this.held));
     if (errors > 0) parts.push(this.counted("caught", errors));
     if (listChanges > 0) parts.push(this.counted("listChanges", listChanges));
     this.node.status({ fill: health.fill, shape: health.shape, text: statusLine(parts) });

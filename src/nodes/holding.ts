@@ -4,6 +4,7 @@ import type { DeferredMsg } from "../core/defer";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
 import type { ReleaseHandler } from "../core/deferral/deferrals";
 import { planDeferral } from "../core/deferral/deferralPlan";
+import { SendFieldError } from "../core/errors";
 import { expiryOf, type Send } from "../core/send";
 import type { GateStatus } from "./gateStatus";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
@@ -14,10 +15,18 @@ export interface HoldingContext extends RefusalContext {
   jitterMs: number;
 }
 
-/** What of a msg survives the queue: everything a JSON round trip keeps (http req/res objects do not). */
+/**
+ * What of a msg survives the queue: everything a JSON round trip keeps (http
+ * req/res objects do not). A msg JSON cannot hold (a circular reference, a
+ * BigInt) is that msg's own problem: it goes to Catch, naming why.
+ */
 export function storedMsg(msg: AdmittedMsg): Record<string, unknown> {
   const { req: _req, res: _res, ...rest } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
-  return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
+  try {
+    return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
+  } catch (err) {
+    throw new SendFieldError("msg", `cannot be held in the defer queue: ${(err as Error).message}`);
+  }
 }
 
 function firstDeferredAt(admission: Admission): number | undefined {
@@ -44,19 +53,22 @@ export async function holdOrExpire(
   });
   if (plan.kind === "expired") {
     const expired = expiredAdmission(refusal, plan.deadline, refusal.reason, { gate: ctx.gate, now: new Date(now) });
-    await prepareRefusal(ctx, msg, expired, send.tier);
+    await prepareRefusal(ctx, msg, expired, send);
     sendSkipped(msg);
     return false;
   }
-  await giveBackClaims(ctx, refusal);
   const held = heldAdmission(refusal, plan.firstDeferredAt);
-  msg.admission = held;
-  // through the store guard: a stalled Redis times the msg out to Catch instead of hanging it
-  await ctx.service.access.call(() => ctx.service.deferrals.hold({
+  // serialised before anything is given back or sent: a msg that cannot be stored goes to Catch as it came
+  const stored = storedMsg({ ...msg, admission: held });
+  await giveBackClaims(ctx, refusal, send);
+  msg.admission = { ...held, claims: refusal.claims, trail: refusal.trail };
+  stored.admission = msg.admission;
+  // through the send queue: batched with the burst's other holds, under a timeout of its own
+  await ctx.service.deferrals.hold({
     id: "", gate: ctx.node.id, dueAt: plan.dueAt, deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
-    msg: storedMsg(msg),
-  }, collapseKey));
+    msg: stored,
+  }, collapseKey);
   return true;
 }
 

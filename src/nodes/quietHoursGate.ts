@@ -6,7 +6,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
-import { releaseHeldMsgs, secondsSetting, serveGate, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -82,10 +82,12 @@ export default function register(RED: NodeAPI): void {
       ? releaseHeldMsgs(config.service, node, GATE, status)
       : [];
 
-    async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
+    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
       const service: CapService | undefined = config?.service;
       if (problem || !service || !settings) throw problem ?? new Error("cap-config: its store is closed");
-      const sendData = parseSend({ ...(await reader.read(msg)), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
+      const read = reader.read(msg);
+      const sendData = parseSend({ ...(read instanceof Promise ? await read : read), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
+      lineUp(sendData);
       const now = new Date();
       const exempt = service.isExempt(sendData.tier) || (sendData.category !== undefined && settings.exemptCategories.includes(sendData.category));
       if (exempt) {
@@ -112,7 +114,7 @@ export default function register(RED: NodeAPI): void {
           Number.isFinite(until) ? until : null, (m) => send([null, m, null]));
         return;
       }
-      await prepareRefusal(ctx, msg, refusal, sendData.tier);
+      await prepareRefusal(ctx, msg, refusal, sendData);
       send([null, msg, null]);
     }
 

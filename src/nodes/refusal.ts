@@ -2,7 +2,7 @@ import type { Node, NodeAPI, NodeMessageInFlow } from "node-red";
 import { httpRefusal, markRefunded, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import type { GateStatus } from "./gateStatus";
-import { refundClaims } from "./refunds";
+import { refundClaims, type ClaimHolder } from "./refunds";
 
 export type AdmittedMsg = NodeMessageInFlow & { admission?: Admission; statusCode?: number; headers?: Record<string, string> };
 
@@ -20,9 +20,10 @@ export interface RefusalContext {
  * claimed for it, warn when an exempt tier was refused (it means something is
  * misclassified), and in HTTP mode shape the 429 reply.
  */
-export async function prepareRefusal(ctx: RefusalContext, msg: AdmittedMsg, admission: Admission, tier: string | undefined): Promise<void> {
+export async function prepareRefusal(ctx: RefusalContext, msg: AdmittedMsg, admission: Admission, send: ClaimHolder & { tier?: string }): Promise<void> {
   msg.admission = admission;
-  await giveBackClaims(ctx, admission);
+  await giveBackClaims(ctx, admission, send);
+  const tier = send.tier;
   if (ctx.service.isExempt(tier)) {
     ctx.node.warn(`an exempt ${String(tier)} msg was skipped by ${ctx.gate} (${String(admission.reason)}): exempt sends should never be refused, check how this one is classified`);
   }
@@ -36,9 +37,9 @@ export async function prepareRefusal(ctx: RefusalContext, msg: AdmittedMsg, admi
 }
 
 /** Gives back what earlier gates claimed for a msg this gate refuses or holds (SPEC §5, §6). */
-export async function giveBackClaims(ctx: Pick<RefusalContext, "RED" | "node">, admission: Admission): Promise<void> {
+export async function giveBackClaims(ctx: Pick<RefusalContext, "RED" | "node">, admission: Admission, holder: ClaimHolder): Promise<void> {
   if (admission.claims.length === 0) return;
-  const { refunded, kept } = await refundClaims(ctx.RED, ctx.node, admission.claims);
+  const { refunded, kept } = await refundClaims(ctx.RED, ctx.node, admission.claims, holder);
   markRefunded(admission, refunded);
   admission.claims = kept;
 }

@@ -15,19 +15,56 @@ export type RawGateInput = RawSend & { body?: unknown };
 
 export type FieldProps = Partial<Record<SendField | `${SendField}Type`, string>>;
 
-type Reader = (msg: NodeMessage) => Promise<unknown> | unknown;
+/** A field's value now, or (a context store, JSONata) once it is known. */
+type Reader = (msg: NodeMessage) => unknown | Promise<unknown>;
+
+/** A msg path whose parts do not depend on the msg, walked without re-parsing it per msg; undefined when it does. */
+function fixedPath(RED: NodeAPI, path: string): string[] | undefined {
+  try {
+    const parts = RED.util.normalisePropertyExpression(path.startsWith("msg.") ? path.slice(4) : path) as unknown[];
+    return parts.every((p) => typeof p === "string" || typeof p === "number") ? parts.map(String) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function walk(msg: NodeMessage, parts: readonly string[]): unknown {
+  let value: unknown = msg;
+  for (const part of parts) {
+    if (typeof value !== "object" || value === null || !Object.hasOwn(value, part)) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
 
 function fieldReader(RED: NodeAPI, node: Node, value: string, type: string): Reader {
-  if (type === "msg") return (msg) => RED.util.getMessageProperty(msg, value);
+  if (type === "msg") {
+    const parts = fixedPath(RED, value);
+    return parts ? (msg) => walk(msg, parts) : (msg) => RED.util.getMessageProperty(msg, value);
+  }
   if (type === "jsonata") {
     const expression = RED.util.prepareJSONataExpression(value, node);
     return (msg) => new Promise((resolve, reject) => {
       RED.util.evaluateJSONataExpression(expression, msg, (err, result) => (err ? reject(err) : resolve(result)));
     });
   }
-  return (msg) => new Promise((resolve, reject) => {
-    RED.util.evaluateNodeProperty(value, type, node, msg, (err, result) => (err ? reject(err) : resolve(result)));
-  });
+  return (msg) => {
+    // most types answer at once (str, num, env); a context store may answer later
+    let now: { err: Error | null; result: unknown } | undefined;
+    let later: ((answer: { err: Error | null; result: unknown }) => void) | undefined;
+    RED.util.evaluateNodeProperty(value, type, node, msg, (err, result) => {
+      if (later) later({ err, result });
+      else now = { err, result };
+    });
+    const answered = now;
+    if (answered) {
+      if (answered.err) throw answered.err;
+      return answered.result;
+    }
+    return new Promise((resolve, reject) => {
+      later = ({ err, result }) => (err ? reject(err) : resolve(result));
+    });
+  };
 }
 
 /** Reads the raw send from a msg through the node's configured sources (defaults: msg.<field>). */
@@ -45,18 +82,27 @@ export class SendReader {
     });
   }
 
-  async read(msg: NodeMessage): Promise<RawGateInput> {
-    const raw: Record<string, unknown> = {};
+  /** The raw send, at once when every source answers at once (msg paths do), else once they all have. */
+  read(msg: NodeMessage): RawGateInput | Promise<RawGateInput> {
+    const raw: Record<string, unknown> = { fallbackMessageId: msg._msgid };
+    let pending: Promise<void>[] | undefined;
     for (const [field, reader] of this.readers) {
       try {
-        // msg paths answer at once; only JSONata and friends need a tick
         const value = reader(msg);
-        raw[field] = value instanceof Promise ? await value : value;
+        if (value instanceof Promise) {
+          (pending ??= []).push(value.then((v) => { raw[field] = v; }, (err: Error) => { throw readError(field, err); }));
+        } else {
+          raw[field] = value;
+        }
       } catch (err) {
-        throw new Error(`${field}: could not be read (${(err as Error).message})`);
+        throw readError(field, err as Error);
       }
     }
-    raw.fallbackMessageId = msg._msgid;
-    return raw as unknown as RawGateInput;
+    const send = raw as unknown as RawGateInput;
+    return pending ? Promise.all(pending).then(() => send) : send;
   }
+}
+
+function readError(field: string, err: Error): Error {
+  return new Error(`${field}: could not be read (${err.message})`);
 }

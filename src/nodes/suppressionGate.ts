@@ -4,7 +4,7 @@ import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
-import { serveGate, type SendFn } from "./gateNode";
+import { serveGate, type LineUp, type SendFn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
@@ -48,7 +48,8 @@ export default function register(RED: NodeAPI): void {
 
     /** A control msg changes the block list and goes no further: it is not a send. */
     async function control(msg: AdmittedMsg, service: CapService): Promise<void> {
-      const raw = await reader.read(msg);
+      const read = reader.read(msg);
+      const raw = read instanceof Promise ? await read : read;
       const entry = parseSuppressionEntry({
         recipient: raw.recipient, channel: raw.channel, org: raw.org, reason: (msg as { reason?: unknown }).reason,
       }, service.sendRules, new Date());
@@ -57,9 +58,11 @@ export default function register(RED: NodeAPI): void {
       status.listChanged();
     }
 
-    async function admit(msg: AdmittedMsg, send: SendFn, service: CapService): Promise<void> {
-      const raw = await reader.read(msg);
+    async function admit(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+      const read = reader.read(msg);
+      const raw = read instanceof Promise ? await read : read;
       const sendData = parseSend(raw, service.sendRules);
+      lineUp(sendData);
       const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number);
       const admission = suppressionAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
@@ -71,15 +74,15 @@ export default function register(RED: NodeAPI): void {
         send([msg, null]);
         return;
       }
-      await prepareRefusal({ RED, node, gate: GATE, service, status, httpResponse }, msg, admission, sendData.tier);
+      await prepareRefusal({ RED, node, gate: GATE, service, status, httpResponse }, msg, admission, sendData);
       send([null, msg]);
     }
 
-    async function handle(msg: AdmittedMsg, send: SendFn): Promise<void> {
+    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
       const service = config?.service;
       if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
       if (typeof msg.topic === "string" && CONTROL_TOPICS.includes(msg.topic)) return control(msg, service);
-      return admit(msg, send, service);
+      return admit(msg, send, service, lineUp);
     }
 
     serveGate(node, status, handle, [unsubscribe]);

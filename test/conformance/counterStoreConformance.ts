@@ -1,16 +1,30 @@
 import assert from "node:assert/strict";
-import type { AdmissionStore, CounterSpec } from "../../src/core/stores/admissionStore";
+import { StoreUnavailableError } from "../../src/core/errors";
+import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled } from "../../src/core/stores/admissionStore";
 import { sleep, uniquePrefix } from "../support/redis";
 
+function answered<T>(result: Settled<T> | undefined): T {
+  if (result === undefined || result instanceof StoreUnavailableError) throw result ?? new Error("no answer");
+  return result;
+}
+
 /**
- * One suite, every store: the memory store and the Redis store must give the
- * same answers for the same inputs (SPEC §5).
+ * One suite, every store: the memory store and the Redis store (single and
+ * cluster) must give the same answers for the same inputs (SPEC §5).
  */
 export function counterStoreConformance(label: string, open: () => Promise<AdmissionStore>, close: (s: AdmissionStore) => Promise<void>): void {
   describe(`counter store conformance: ${label}`, function () {
+    this.timeout(20_000);
     let store: AdmissionStore;
     let prefix: string;
-    const spec = (name: string, max: number, windowMs = 60_000): CounterSpec => ({ key: `${prefix}:{o|r}:c:${name}`, max, windowMs });
+    const key = (recipient = "r") => `${prefix}:{o|${recipient}}:c`;
+    const spec = (field: string, max: number, windowMs = 60_000): CounterSpec => ({ field, max, windowMs });
+    const claim = async (member: string, counters: CounterSpec[], options: { recipient?: string; token?: number } = {}): Promise<ClaimOutcome> =>
+      answered((await store.claim([{ key: key(options.recipient), member, token: options.token ?? 1, counters }]))[0]);
+    const record = async (member: string, counters: CounterSpec[]): Promise<number[]> =>
+      answered((await store.record([{ key: key(), member, counters }]))[0]);
+    const release = async (member: string, token: number, fields: string[]): Promise<number> =>
+      answered((await store.release([{ kind: "cap", key: key(), member, token, fields }]))[0]);
 
     beforeEach(async () => {
       store = await open();
@@ -21,11 +35,11 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("admits up to max, then refuses with the wait until a slot frees", async () => {
       const cap = spec("a", 3, 30_000);
       for (let i = 1; i <= 3; i++) {
-        const r = await store.claim(`m${i}`, [cap]);
+        const r = await claim(`m${i}`, [cap]);
         assert.equal(r.allowed, true);
         assert.equal(r.counters[0]?.count, i);
       }
-      const refused = await store.claim("m4", [cap]);
+      const refused = await claim("m4", [cap]);
       assert.equal(refused.allowed, false);
       assert.equal(refused.counters[0]?.blocking, true);
       const retry = refused.counters[0]?.retryAfterMs ?? -1;
@@ -35,34 +49,34 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("claims nothing in any cap when one cap refuses (no partial claim)", async () => {
       const strict = spec("strict", 1);
       const loose = spec("loose", 5);
-      assert.equal((await store.claim("m1", [strict, loose])).allowed, true);
-      const refused = await store.claim("m2", [strict, loose]);
+      assert.equal((await claim("m1", [strict, loose])).allowed, true);
+      const refused = await claim("m2", [strict, loose]);
       assert.equal(refused.allowed, false);
       assert.deepEqual(refused.counters.map((c) => c.blocking), [true, false]);
       assert.equal(refused.counters[1]?.count, 1);
-      const looseOnly = await store.claim("m3", [loose]);
+      const looseOnly = await claim("m3", [loose]);
       assert.equal(looseOnly.counters[0]?.count, 2, "the refused send must not have taken a loose slot");
     });
 
     it("is idempotent on the member: a retry never takes a second slot, even at the limit", async () => {
       const cap = spec("idem", 1);
-      const first = await store.claim("same", [cap]);
-      const again = await store.claim("same", [cap]);
+      const first = await claim("same", [cap]);
+      const again = await claim("same", [cap], { token: 2 });
       assert.equal(first.allowed, true);
       assert.equal(again.allowed, true);
       assert.equal(again.counters[0]?.alreadyHeld, true);
       assert.equal(again.counters[0]?.count, 1);
-      assert.equal((await store.claim("other", [cap])).allowed, false);
+      assert.equal((await claim("other", [cap])).allowed, false);
     });
 
     it("gives the time until enough entries age out when max is below the count", async () => {
       const spread = (max: number) => spec("lowered", max, 20_000);
       for (let i = 0; i < 5; i++) {
-        assert.equal((await store.claim(`m${i}`, [spread(5)])).allowed, true);
+        assert.equal((await claim(`m${i}`, [spread(5)])).allowed, true);
         await sleep(60);
       }
-      const atFive = (await store.claim("x", [spread(5)])).counters[0]?.retryAfterMs ?? 0;
-      const atTwo = (await store.claim("x", [spread(2)])).counters[0]?.retryAfterMs ?? 0;
+      const atFive = (await claim("x", [spread(5)])).counters[0]?.retryAfterMs ?? 0;
+      const atTwo = (await claim("x", [spread(2)])).counters[0]?.retryAfterMs ?? 0;
       // with max 2, four of five entries must age out: the 4th oldest, ~3 x 60 ms after the oldest
       const gap = atTwo - atFive;
       assert.ok(gap >= 170 && gap <= 400, `gap ${gap} (atFive ${atFive}, atTwo ${atTwo})`);
@@ -71,8 +85,8 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("reports every blocking cap with its own wait; a max of 0 never frees", async () => {
       const short = spec("short", 1, 10_000);
       const long = spec("long", 1, 20_000);
-      await store.claim("m1", [short, long]);
-      const refused = await store.claim("m2", [short, long, spec("zero", 0)]);
+      await claim("m1", [short, long]);
+      const refused = await claim("m2", [short, long, spec("zero", 0)]);
       assert.equal(refused.allowed, false);
       assert.deepEqual(refused.counters.map((c) => c.blocking), [true, true, true]);
       const [s, l, z] = refused.counters;
@@ -82,45 +96,97 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
 
     it("slides the window: a slot frees once the oldest entry is older than the window", async () => {
       const cap = spec("slide", 1, 400);
-      assert.equal((await store.claim("m1", [cap])).allowed, true);
-      assert.equal((await store.claim("m2", [cap])).allowed, false);
+      assert.equal((await claim("m1", [cap])).allowed, true);
+      assert.equal((await claim("m2", [cap])).allowed, false);
       await sleep(450);
-      assert.equal((await store.claim("m3", [cap])).allowed, true);
+      assert.equal((await claim("m3", [cap])).allowed, true);
     });
 
     it("admits exactly max of 200 concurrent claims", async () => {
       const cap = spec("race", 7);
-      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => store.claim(`m${i}`, [cap, spec("other", 1000)])));
+      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => claim(`m${i}`, [cap, spec("other", 1000)])));
       assert.equal(results.filter((r) => r.allowed).length, 7);
-      const other = await store.claim("probe", [spec("other", 1000)]);
+      const other = await claim("probe", [spec("other", 1000)]);
       assert.equal(other.counters[0]?.count, 8, "only the 7 admitted sends counted in the second cap");
+    });
+
+    it("answers a batch of 5,000 claims over 1,000 recipients in order, each atomic on its own", async () => {
+      const requests = Array.from({ length: 5000 }, (_, i) => ({
+        key: key(`u${i % 1000}`), member: `m${i}`, token: 1, counters: [spec("burst", 3), spec("wide", 100)],
+      }));
+      const outcomes = (await store.claim(requests)).map(answered);
+      // each recipient gets 5 sends in arrival order: the first 3 fit, the 4th and 5th are refused
+      outcomes.forEach((o, i) => assert.equal(o.allowed, i < 3000, `send ${i}`));
+      const refused = outcomes[4999] as ClaimOutcome;
+      assert.deepEqual(refused.counters.map((c) => [c.count, c.blocking]), [[3, true], [3, false]]);
+    });
+
+    it("gives back only what that very attempt added (member and token)", async () => {
+      const cap = spec("tok", 1);
+      assert.equal((await claim("m1", [cap], { token: 11 })).allowed, true);
+      // a retry of m1 (another attempt, token 12) adds nothing; giving it back must not free m1's slot
+      assert.equal((await claim("m1", [cap], { token: 12 })).counters[0]?.alreadyHeld, true);
+      assert.equal(await release("m1", 12, ["tok"]), 0);
+      assert.equal((await claim("m2", [cap])).allowed, false, "m1 still holds the slot");
+      assert.equal(await release("m1", 11, ["tok"]), 1);
+      assert.equal((await claim("m2", [cap])).allowed, true, "the slot is free again");
+    });
+
+    it("keeps one calendar counter whatever the zone: a send counts what came since its own period began", async () => {
+      const now = Date.now();
+      const day = 86_400_000;
+      const here = { field: "daily", max: 2, windowMs: day, startMs: now - 3_600_000, resetAt: now - 3_600_000 + day };
+      assert.equal((await claim("m1", [here])).allowed, true);
+      assert.equal((await claim("m2", [here])).allowed, true);
+      const refused = await claim("m3", [here]);
+      assert.equal(refused.allowed, false);
+      const retry = refused.counters[0]?.retryAfterMs ?? 0;
+      assert.ok(retry > day - 3_700_000 && retry <= day - 3_500_000, `retry ${retry}`);
+      // in a zone whose day began just now, the two earlier sends are yesterday's
+      const elsewhere = { ...here, startMs: now + 1_000, resetAt: now + 1_000 + day };
+      assert.equal((await claim("m4", [elsewhere])).allowed, true);
+      assert.equal((await claim("m5", [here])).allowed, false, "the one counter still holds both of today's sends here");
     });
 
     it("records without checking, idempotent on the member", async () => {
       const cap = spec("rec", 1);
-      assert.deepEqual(await store.record("e1", [cap, spec("rec2", 5)]), [1, 1]);
-      assert.deepEqual(await store.record("e1", [cap]), [1]);
-      assert.deepEqual(await store.record("e2", [cap]), [2], "record does not check the max");
-      assert.equal((await store.claim("e3", [cap])).allowed, false);
+      assert.deepEqual(await record("e1", [cap, spec("rec2", 5)]), [1, 1]);
+      assert.deepEqual(await record("e1", [cap]), [1]);
+      assert.deepEqual(await record("e2", [cap]), [2], "record does not check the max");
+      assert.equal((await claim("e3", [cap])).allowed, false);
     });
 
-    it("releases a member's counter entries and only its own duplicate marks, in one step", async () => {
+    it("releases a claim's counter entries and only its own duplicate marks, in one call", async () => {
       const cap = spec("rel", 1);
       const mark = `${prefix}:{o|r}:d:sms:abc`;
-      await store.claim("m1", [cap, spec("rel-b", 5)]);
-      await store.checkSuppression({ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m1", markKey: mark, markWindowMs: 60_000 });
-      const given = await store.release("m1", [{ key: cap.key, kind: "z" }, { key: spec("rel-b", 5).key, kind: "z" }, { key: mark, kind: "k" }]);
-      assert.equal(given, 3);
-      assert.equal((await store.claim("m2", [cap])).allowed, true, "the slot is free again");
-      const again = await store.checkSuppression({ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", markKey: mark, markWindowMs: 60_000 });
+      await claim("m1", [cap, spec("rel-b", 5)], { token: 7 });
+      await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m1", markKey: mark, markWindowMs: 60_000 }]);
+      const given = await store.release([
+        { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel", "rel-b"] },
+        { kind: "mark", key: mark, member: "m1" },
+      ]);
+      assert.deepEqual(given, [2, 1]);
+      assert.equal((await claim("m2", [cap])).allowed, true, "the slot is free again");
+      const [again] = await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", markKey: mark, markWindowMs: 60_000 }]);
       assert.deepEqual(again, { kind: "clear", mark: "new" });
-      assert.equal(await store.release("m1", [{ key: mark, kind: "k" }, { key: cap.key, kind: "z" }]), 0, "m2's mark and slot stay");
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, member: "m1" }, { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel"] }]), [0, 0], "m2's mark and slot stay");
+    });
+
+    it("reads a counter without claiming", async () => {
+      const cap = spec("look", 2, 30_000);
+      await claim("m1", [cap]);
+      assert.deepEqual(await store.inspect(key(), [cap]), [{ count: 1, full: false, retryAfterMs: null }]);
+      await claim("m2", [cap]);
+      const [full] = await store.inspect(key(), [cap]);
+      assert.equal(full?.full, true);
+      assert.ok((full?.retryAfterMs ?? 0) > 29_000);
+      assert.equal((await claim("m3", [cap])).allowed, false, "inspecting took no slot");
     });
 
     it("finds a block-list entry for the channel or for every channel", async () => {
       const listKey = `${prefix}:{o|r}:s`;
       const indexKey = `${prefix}:{o}:sidx`;
-      const check = (channel: string) => store.checkSuppression({ listKey, channel, member: "m", markWindowMs: 0 });
+      const check = async (channel: string) => (await store.checkSuppression([{ listKey, channel, member: "m", markWindowMs: 0 }]))[0];
       assert.deepEqual(await check("sms"), { kind: "clear", mark: "none" });
       await store.writeSuppressions([{ listKey, field: "sms", indexKey, indexField: "sms|r", entry: '{"reason":"STOP"}' }]);
       assert.deepEqual(await check("sms"), { kind: "listed", field: "sms", entry: '{"reason":"STOP"}' });
@@ -133,6 +199,19 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       ]);
       assert.deepEqual(await check("sms"), { kind: "clear", mark: "none" });
       assert.deepEqual((await store.listSuppressions(indexKey, "0", 100)).entries, []);
+    });
+
+    it("answers a batch of suppression checks with and without marks, in order", async () => {
+      const listKey = (r: string) => `${prefix}:{o|${r}}:s`;
+      const indexKey = `${prefix}:{o}:sidx`;
+      await store.writeSuppressions([{ listKey: listKey("blocked"), field: "*", indexKey, indexField: "*|blocked", entry: "{}" }]);
+      const answers = await store.checkSuppression([
+        { listKey: listKey("a"), channel: "sms", member: "m1", markKey: `${prefix}:{o|a}:d:sms:h`, markWindowMs: 60_000 },
+        { listKey: listKey("blocked"), channel: "sms", member: "m2", markWindowMs: 0 },
+        { listKey: listKey("a"), channel: "sms", member: "m3", markKey: `${prefix}:{o|a}:d:sms:h`, markWindowMs: 60_000 },
+        { listKey: listKey("b"), channel: "sms", member: "m4", markWindowMs: 0 },
+      ]);
+      assert.deepEqual(answers.map((a) => answered(a).kind), ["clear", "listed", "duplicate", "clear"]);
     });
 
     it("pages through an index of 2,500 block-list entries", async () => {
@@ -152,17 +231,18 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
 
     it("marks duplicate content for the window; the same member again is a retry, not a duplicate", async () => {
       const base = { listKey: `${prefix}:{o|r}:s`, channel: "sms", markKey: `${prefix}:{o|r}:d:sms:h1`, markWindowMs: 400 };
-      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", mark: "new" });
-      assert.deepEqual(await store.checkSuppression({ ...base, member: "m1" }), { kind: "clear", mark: "held" });
-      const dup = await store.checkSuppression({ ...base, member: "m2" });
+      const check = async (member: string) => answered((await store.checkSuppression([{ ...base, member }]))[0]);
+      assert.deepEqual(await check("m1"), { kind: "clear", mark: "new" });
+      assert.deepEqual(await check("m1"), { kind: "clear", mark: "held" });
+      const dup = await check("m2");
       assert.equal(dup.kind, "duplicate");
       assert.ok(dup.kind === "duplicate" && dup.firstMember === "m1" && dup.retryAfterMs > 0 && dup.retryAfterMs <= 400);
       await sleep(450);
-      assert.deepEqual(await store.checkSuppression({ ...base, member: "m2" }), { kind: "clear", mark: "new" });
+      assert.deepEqual(await check("m2"), { kind: "clear", mark: "new" });
     });
 
     it("answers from the store's own clock", async () => {
-      const r = await store.claim("m", [spec("clock", 1)]);
+      const r = await claim("m", [spec("clock", 1)]);
       assert.ok(Math.abs(r.nowMs - Date.now()) < 2000);
     });
   });

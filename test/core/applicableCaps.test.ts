@@ -43,7 +43,8 @@ describe("core/applicableCaps", () => {
     assert.deepEqual(ids({ channel: "push", attributes: { ad_id: "43" } }), ["global"]);
     const [, c1] = applicableCaps(rules, send({ channel: "push", attributes: { campaign_id: "c1" } }), "fc", "r1");
     const [, c2] = applicableCaps(rules, send({ channel: "push", attributes: { campaign_id: "c2" } }), "fc", "r1");
-    assert.notEqual(c1?.key, c2?.key);
+    assert.equal(c1?.key, c2?.key, "one hash per recipient");
+    assert.deepEqual([c1?.field, c2?.field], ["per-campaign:c1", "per-campaign:c2"]);
   });
 
   it("lets recipientLimits lower a cap but never raise it", () => {

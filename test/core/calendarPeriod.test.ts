@@ -22,13 +22,15 @@ describe("core/calendarPeriod", () => {
     assert.deepEqual([iso(week.startMs), iso(week.endMs), week.id], ["2026-11-23T00:00:00.000Z", "2026-11-30T00:00:00.000Z", "2026-11-23"]);
   });
 
-  it("gives a calendar cap a key per period and a reset at the period's end", () => {
+  it("gives a calendar cap one counter, the period of the send's own zone, and a reset at the period's end", () => {
     const rules = validateRules([{ id: "daily", scope: "global", max_count: 2, window_seconds: 86400, window_type: "calendar_day" }]);
     const send = parseSend({ recipient: "r", channel: "sms", messageId: "m", timezone: "Asia/Tokyo" }, { channels: DEFAULT_CHANNELS, defaultOrg: "o", requireTier: false });
     const [today] = applicableCaps(rules, send, "fc", "r", { nowMs: Date.UTC(2026, 10, 30, 14, 59), defaultZone: "UTC" });
     const [tomorrow] = applicableCaps(rules, send, "fc", "r", { nowMs: Date.UTC(2026, 10, 30, 15, 0), defaultZone: "UTC" });
-    assert.equal(today?.key, "fc:{o|r}:c:daily#2026-11-30");
-    assert.equal(tomorrow?.key, "fc:{o|r}:c:daily#2026-12-01");
+    assert.deepEqual([today?.key, today?.field], ["fc:{o|r}:c", "daily"]);
+    assert.deepEqual([tomorrow?.key, tomorrow?.field], ["fc:{o|r}:c", "daily"]);
+    assert.equal(iso(today?.startMs ?? 0), "2026-11-29T15:00:00.000Z");
     assert.equal(iso(today?.resetAt ?? 0), "2026-11-30T15:00:00.000Z");
+    assert.equal(iso(tomorrow?.startMs ?? 0), "2026-11-30T15:00:00.000Z");
   });
 });

@@ -10,16 +10,19 @@ const ctx = { gate: "frequency-cap-gate", configId: "cfg", storeKind: "redis", c
 describe("core/deferral: what a held or timed-out msg keeps", () => {
   it("records the claim of a timed-out store call, so it can be given back", () => {
     const [rule] = validateRules([{ id: "c", scope: "global", max_count: 1, window_seconds: 60 }]);
-    const caps = [{ rule: rule!, key: "fc:{o|r}:c:c", max: 1, windowMs: 60_000 }];
-    const admission = capAdmission({ kind: "fail_open", error: new StoreUnavailableError("timeout", "late"), caps, member: "m1" }, undefined, ctx);
+    const caps = [{ rule: rule!, key: "fc:{o|r}:c", field: "c", max: 1, windowMs: 60_000 }];
+    const admission = capAdmission({ kind: "fail_open", error: new StoreUnavailableError("timeout", "late"), caps, attempt: { member: "m1", token: 9 } }, undefined, ctx);
     assert.equal(admission.reason, "fail_open");
-    assert.deepEqual(admission.claims.map((c) => [c.member, c.keys]), [["m1", ["fc:{o|r}:c:c"]]]);
+    assert.deepEqual(admission.claims, [{
+      gate: "frequency-cap-gate", kind: "cap", config: "cfg", store: "redis", member: "m1", token: 9,
+      key: "fc:{o|r}:c", fields: ["c"], cap_ids: ["c"], at: ctx.now.toISOString(),
+    }]);
     const refused = capAdmission({ kind: "fail_open", error: new StoreUnavailableError("error", "down") }, undefined, ctx);
     assert.deepEqual(refused.claims, [], "a store that never answered took nothing");
   });
 
   it("keeps claims a refund could not give back when a msg is held", () => {
-    const kept = { gate: "suppression-gate", kind: "dup" as const, config: "gone", store: "redis", member: "m", keys: ["k"], at: "" };
+    const kept = { gate: "suppression-gate", kind: "dup" as const, config: "gone", store: "redis", member: "m", key: "k", at: "" };
     const held = heldAdmission({ status: "skipped", gate: "g", claims: [kept], trail: [] } as Admission, Date.now());
     assert.deepEqual(held.claims, [kept]);
     assert.equal(held.deferrals, 1);

@@ -1,19 +1,21 @@
 import assert from "node:assert/strict";
-import { capCounterKey, encodeKeyPart, keyPrefixProblem, recipientHashTag, recipientToken } from "../../src/core/keys";
+import { capCounterField, capCounterKey, encodeKeyPart, keyPrefixProblem, recipientHashTag, recipientToken } from "../../src/core/keys";
 
 describe("core/keys", () => {
   it("keeps an org with a separator apart from a recipient with one (a:b + c vs a + b:c)", () => {
-    const one = capCounterKey("fc", "a:b", "c", "cap", []);
-    const two = capCounterKey("fc", "a", "b:c", "cap", []);
+    const one = capCounterKey("fc", "a:b", "c");
+    const two = capCounterKey("fc", "a", "b:c");
     assert.notEqual(one, two);
-    const pipeOne = capCounterKey("fc", "a|b", "c", "cap", []);
-    const pipeTwo = capCounterKey("fc", "a", "b|c", "cap", []);
+    const pipeOne = capCounterKey("fc", "a|b", "c");
+    const pipeTwo = capCounterKey("fc", "a", "b|c");
     assert.notEqual(pipeOne, pipeTwo);
   });
 
-  it("keeps per values apart from the cap id", () => {
-    assert.notEqual(capCounterKey("fc", "o", "r", "cap:x", []), capCounterKey("fc", "o", "r", "cap", ["x"]));
-    assert.notEqual(capCounterKey("fc", "o", "r", "cap", ["a:b"]), capCounterKey("fc", "o", "r", "cap", ["a", "b"]));
+  it("keeps per values apart from the cap id, and no field can pass for the hash's expiry field", () => {
+    assert.notEqual(capCounterField("cap:x", []), capCounterField("cap", ["x"]));
+    assert.notEqual(capCounterField("cap", ["a:b"]), capCounterField("cap", ["a", "b"]));
+    assert.notEqual(capCounterField("!", []), "!");
+    assert.equal(capCounterField("__proto__", ["constructor"]), "__proto__:constructor");
   });
 
   it("encodes injectively across awkward strings, including lone surrogates and braces", () => {
@@ -25,8 +27,8 @@ describe("core/keys", () => {
   });
 
   it("puts every key of one recipient under one hash tag", () => {
-    const key = capCounterKey("fc", "acme", "+15550100", "mkt-daily", ["camp_1"]);
-    assert.equal(key, `fc:${recipientHashTag("acme", "+15550100")}:c:mkt-daily:camp_1`);
+    const key = capCounterKey("fc", "acme", "+15550100");
+    assert.equal(key, `fc:${recipientHashTag("acme", "+15550100")}:c`);
     assert.equal(key.match(/\{[^}]*\}/)?.[0], "{acme|%2b15550100}");
   });
 

@@ -3,70 +3,147 @@ import type Redis from "ioredis";
 import { luaScript } from "../../src/core/stores/luaScripts";
 import { dropPrefix, redisClient, uniquePrefix } from "../support/redis";
 
-/** lua/claim.lua run straight in Redis with EVAL, no store code in between. */
-describe("lua/claim.lua in Redis", () => {
+type Cap = [field: string, windowMs: number, max: number, start?: number, reset?: number];
+
+/** One packed entry of a counter field: ts (6 bytes), digest (4), token (2). */
+function entries(value: Buffer | null): { ts: number; digest: number; token: number }[] {
+  const out: { ts: number; digest: number; token: number }[] = [];
+  for (let p = 0; value && p < value.length; p += 12) {
+    out.push({ ts: value.readUIntBE(p, 6), digest: value.readUInt32BE(p + 6), token: value.readUInt16BE(p + 10) });
+  }
+  return out;
+}
+
+/** lua/claim.lua, release.lua, record.lua and usage.lua run straight in Redis with EVAL, no store code in between. */
+describe("lua/claim.lua and its siblings in Redis", () => {
   let redis: Redis;
   let prefix: string;
-  const source = luaScript("claim");
-  const key = (name: string) => `${prefix}:{o|r}:c:${name}`;
-  const claim = (member: string, caps: [string, number, number, number?][]) =>
-    redis.eval(source, caps.length, ...caps.map((c) => c[0]), member, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0])) as Promise<number[]>;
+  const claimSource = luaScript("claim");
+  const key = (r = "r") => `${prefix}:{o|${r}}:c`;
+  const tail = (digest: number, token: number) => {
+    const bytes = Buffer.alloc(6);
+    bytes.writeUInt32BE(digest, 0);
+    bytes.writeUInt16BE(token, 4);
+    return bytes;
+  };
+  const claimArgs = (digest: number, token: number, caps: Cap[]) => [tail(digest, token), caps.length, ...caps.flatMap((c) => [c[0], c[1], c[2], c[3] ?? 0, c[4] ?? 0])];
+  const claim = (digest: number, caps: Cap[], token = 1, recipient = "r") =>
+    redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps)) as Promise<number[]>;
 
   before(() => { redis = redisClient(); });
   after(async () => { await redis.quit(); });
   beforeEach(() => { prefix = uniquePrefix("lua"); });
   afterEach(async () => dropPrefix(redis, prefix));
 
-  it("adds the member with the server's time as score and expires the set at window + 60 s", async () => {
+  it("packs one 12-byte entry per cap into the recipient's hash, with the server's time, and expires the hash after window + grace", async () => {
     const [sec] = await redis.time();
-    const reply = await claim("msg-1", [[key("a"), 10_000, 2]]);
-    assert.equal(reply[0], 1);
-    assert.deepEqual(reply.slice(2), [1, 0, -1]);
-    const [member, score] = await redis.zrange(key("a"), 0, -1, "WITHSCORES");
-    assert.equal(member, "msg-1");
-    assert.ok(Math.abs(Number(score) - Number(sec) * 1000) < 2000, `score ${score}`);
-    assert.ok(Math.abs(Number(reply[1]) - Number(score)) < 1);
-    const ttl = await redis.pttl(key("a"));
-    assert.ok(ttl > 69_000 && ttl <= 70_000, `ttl ${ttl}`);
+    const reply = await claim(0xdeadbeef, [["a", 10_000, 2], ["b", 30_000, 5]], 4242);
+    assert.equal(reply[0] % 1, 0, "whole ms");
+    assert.deepEqual(reply.slice(1), [1, 1, 0, -1, 1, 0, -1]);
+    const [a, b] = await redis.hmgetBuffer(key(), "a", "b");
+    for (const value of [a, b]) {
+      const [entry] = entries(value);
+      assert.equal(value?.length, 12);
+      assert.equal(entry?.digest, 0xdeadbeef);
+      assert.equal(entry?.token, 4242);
+      assert.ok(Math.abs((entry?.ts ?? 0) - Number(sec) * 1000) < 2000);
+      assert.equal(entry?.ts, reply[0]);
+    }
+    const ttl = await redis.pttl(key());
+    // the longest window (30 s) + 2 minutes of grace
+    assert.ok(ttl > 149_000 && ttl <= 150_000, `ttl ${ttl}`);
   });
 
-  it("refuses without writing to any key when one cap is full", async () => {
-    await claim("m1", [[key("strict"), 60_000, 1]]);
-    const reply = await claim("m2", [[key("strict"), 60_000, 1], [key("loose"), 60_000, 9]]);
-    assert.equal(reply[0], 0);
-    assert.equal(await redis.exists(key("loose")), 0, "the loose cap must not have been created");
+  it("refuses without writing anything when one cap is full", async () => {
+    await claim(1, [["strict", 60_000, 1]]);
+    const before = await redis.hgetallBuffer(key());
+    const reply = await claim(2, [["strict", 60_000, 1], ["loose", 60_000, 9]]);
+    assert.equal(reply[1], 0);
+    assert.deepEqual(await redis.hgetallBuffer(key()), before, "nothing written");
     const strictRetry = Number(reply[4]);
     assert.ok(strictRetry > 59_000 && strictRetry <= 60_000);
-    assert.equal(reply[7], -1, "the loose cap is not blocking");
+    assert.deepEqual(reply.slice(5), [0, 0, -1], "the loose cap is not blocking");
   });
 
   it("prunes entries older than the window before counting", async () => {
-    const old = Date.now() - 120_000;
-    await redis.zadd(key("p"), old, "ancient", old + 1, "ancient-2");
-    const reply = await claim("fresh", [[key("p"), 60_000, 1]]);
-    assert.equal(reply[0], 1);
-    assert.deepEqual(await redis.zrange(key("p"), 0, -1), ["fresh"]);
+    const old = Buffer.alloc(12);
+    old.writeUIntBE(Date.now() - 120_000, 0, 6);
+    old.writeUInt32BE(77, 6);
+    await redis.hset(key(), "p", old);
+    const reply = await claim(5, [["p", 60_000, 1]]);
+    assert.equal(reply[1], 1);
+    assert.deepEqual(entries(await redis.hgetBuffer(key(), "p")).map((e) => e.digest), [5]);
   });
 
   it("marks a max-0 cap as never freeing (-2)", async () => {
-    const reply = await claim("m", [[key("zero"), 60_000, 0]]);
-    assert.deepEqual(reply.slice(2), [0, 0, -2]);
+    const reply = await claim(1, [["zero", 60_000, 0]]);
+    assert.deepEqual(reply.slice(1), [0, 0, 0, -2]);
   });
 
-  it("frees a calendar cap at its reset instant and keeps the set until then + 60 s", async () => {
-    const resetAt = Date.now() + 5_000;
-    await claim("c1", [[key("cal"), 86_400_000, 1, resetAt]]);
-    const ttl = await redis.pttl(key("cal"));
-    assert.ok(ttl > 63_000 && ttl <= 65_100, `ttl ${ttl}`);
-    const refused = await claim("c2", [[key("cal"), 86_400_000, 1, resetAt]]);
-    assert.equal(refused[0], 0);
+  it("frees a calendar cap at its reset instant and counts only entries since its start", async () => {
+    const now = Date.now();
+    const cap: Cap = ["cal", 86_400_000, 1, now - 1_000, now + 5_000];
+    await claim(1, [cap]);
+    const refused = await claim(2, [cap]);
+    assert.equal(refused[1], 0);
     const retry = Number(refused[4]);
     assert.ok(retry > 3_000 && retry <= 5_100, `retry ${retry}`);
+    assert.equal((await claim(2, [["cal", 86_400_000, 1, now + 1_000, now + 86_401_000]]))[1], 1, "a period that began later does not count it");
+  });
+
+  it("judges the claims of one call in order, each seeing those before it", async () => {
+    const caps: Cap[] = [["one", 60_000, 1]];
+    const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"),
+      ...claimArgs(1, 1, caps), ...claimArgs(2, 1, caps), ...claimArgs(3, 1, caps))) as number[];
+    // per claim: allowed, count, held, retry
+    assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
 
   it("is called by SHA after one load", async () => {
-    const sha = (await redis.script("LOAD", source)) as string;
-    const reply = (await redis.evalsha(sha, 1, key("sha"), "m", 1000, 1, 0)) as number[];
-    assert.equal(reply[0], 1);
+    const sha = (await redis.script("LOAD", claimSource)) as string;
+    const reply = (await redis.evalsha(sha, 1, key("sha"), ...claimArgs(1, 1, [["c", 1000, 1]]))) as number[];
+    assert.equal(reply[1], 1);
+  });
+
+  it("release.lua removes only the entries of that digest and token, and a mark only for its member", async () => {
+    await claim(9, [["a", 60_000, 5], ["b", 60_000, 5]], 100);
+    await claim(10, [["a", 60_000, 5]], 100);
+    await redis.set(`${prefix}:{o|r}:d:sms:h`, "m9");
+    const given = (await redis.eval(luaScript("release"), 3, key(), key(), `${prefix}:{o|r}:d:sms:h`,
+      "c", tail(9, 101), 2, "a", "b", // the right digest, another attempt's token: nothing
+      "c", tail(9, 100), 2, "a", "b",
+      "m", "m9")) as number[];
+    assert.deepEqual(given, [0, 2, 1]);
+    assert.deepEqual(entries(await redis.hgetBuffer(key(), "a")).map((e) => e.digest), [10]);
+    assert.equal(await redis.hexists(key(), "b"), 0, "an emptied field is removed");
+    assert.equal(await redis.exists(`${prefix}:{o|r}:d:sms:h`), 0);
+  });
+
+  it("record.lua adds without checking, once per digest in the window", async () => {
+    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), tail(digest, 0), 1, "rec", 60_000, 0, 0) as Promise<number[]>;
+    assert.deepEqual((await record(1)).slice(1), [1]);
+    assert.deepEqual((await record(1)).slice(1), [1]);
+    assert.deepEqual((await record(2)).slice(1), [2]);
+    assert.deepEqual(entries(await redis.hgetBuffer(key(), "rec")).map((e) => e.token), [0, 0], "record entries belong to no claim attempt");
+  });
+
+  it("usage.lua reads counts and waits without writing", async () => {
+    await claim(1, [["u", 60_000, 1]]);
+    const before = await redis.hgetallBuffer(key());
+    const reply = (await redis.eval(luaScript("usage"), 1, key(), "u", 60_000, 1, 0, 0, "none", 60_000, 3, 0, 0)) as number[];
+    assert.equal(reply[1], 1);
+    assert.ok(Number(reply[2]) > 59_000);
+    assert.deepEqual(reply.slice(3), [0, -1]);
+    assert.deepEqual(await redis.hgetallBuffer(key()), before);
+  });
+
+  it("suppression.lua answers several sends, with and without a mark, in order", async () => {
+    await redis.hset(`${prefix}:{o|b}:s`, "*", "{}");
+    const mark = `${prefix}:{o|a}:d:sms:h`;
+    const reply = (await redis.eval(luaScript("suppression"), 4, `${prefix}:{o|a}:s`, mark, `${prefix}:{o|b}:s`, `${prefix}:{o|a}:s`,
+      2, "sms", "m1", 60_000,
+      1, "sms", "m2", 0,
+      1, "sms", "m3", 0)) as (number | string)[];
+    assert.deepEqual(reply, [0, 1, 0, 1, "*", "{}", 0, 0, 0]);
   });
 });

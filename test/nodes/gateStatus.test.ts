@@ -23,6 +23,7 @@ function fakeService(failMode: "open" | "closed", store: StoreState = "ready") {
   let rulesListener: ((s: RulesProviderState) => void) | undefined;
   const service = {
     settings: { failMode },
+    access: {},
     store: { state: () => store, onStateChange: (l: (s: StoreState) => void) => { storeListener = l; return () => undefined; } },
     rules: { state: () => rulesState, onStateChange: (l: (s: RulesProviderState) => void) => { rulesListener = l; return () => undefined; } },
   } as unknown as CapService;
@@ -101,9 +102,11 @@ describe("nodes/gateStatus", () => {
     status.holding(3);
     assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · held 3");
     status.queued(12_034);
-    assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · held 3");
-    status.holding(0);
     assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · queued 12,034");
+    status.queued(34);
+    assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · queued 34 · held 3");
+    status.holding(0);
+    assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · queued 34");
     status.queued(0);
     assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0");
   });

@@ -24,12 +24,17 @@ export type Msg = NodeMessage & Record<string, unknown>;
 /** Collects what each named helper node receives. */
 export class Collector {
   readonly got = new Map<string, Msg[]>();
+  /** every msg in the order it arrived, whichever helper it reached */
+  readonly sequence: { id: string; msg: Msg }[] = [];
 
   constructor(ids: string[]) {
     for (const id of ids) {
       const list: Msg[] = [];
       this.got.set(id, list);
-      (helper.getNode(id) as Node).on("input", (msg: NodeMessage) => list.push(msg as Msg));
+      (helper.getNode(id) as Node).on("input", (msg: NodeMessage) => {
+        list.push(msg as Msg);
+        this.sequence.push({ id, msg: msg as Msg });
+      });
     }
   }
 

@@ -1,5 +1,8 @@
-import type { DeferInput, DeferQueue, DeferredMsg } from "../defer";
+import type { DeferInput, DeferQueue, DeferredMsg, DeferResult } from "../defer";
 import { DeferPoller } from "../defer";
+import type { Lane } from "../sendQueue/sendQueue";
+import type { StoreAccess } from "../storeAccess";
+import { asStoreFailure } from "../storeFaults";
 
 export type ReleaseHandler = (held: DeferredMsg) => void;
 
@@ -8,6 +11,13 @@ export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as con
 /** a msg whose gate is not deployed here waits this long, then is offered again */
 const ORPHAN_RETRY_MS = 30_000;
 const SIZE_REFRESH_MS = 2_000;
+/** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
+export const HOLD_TIMEOUT_MS = 2_000;
+
+interface HoldItem {
+  entry: DeferInput;
+  collapseKey?: string;
+}
 
 /**
  * A cap-config's held msgs: the durable queue, the poller that takes what is
@@ -24,8 +34,12 @@ export class Deferrals {
   private held = 0;
   private closing = false;
   private lastWarning = "";
+  private readonly holds: Lane<HoldItem, DeferResult>;
 
-  constructor(readonly queue: DeferQueue, private readonly warn: (text: string) => void) {
+  constructor(readonly queue: DeferQueue, private readonly access: StoreAccess, private readonly warn: (text: string) => void) {
+    this.holds = access.lane("hold", (_store, items) => Promise.all(items.map((item) => queue.defer(item.entry, item.collapseKey).catch(asStoreFailure))), {
+      bounded: false, timeoutMs: HOLD_TIMEOUT_MS,
+    });
     this.poller = new DeferPoller({
       queue, ...DEFER_POLLING,
       onDue: (msgs) => this.release(msgs),
@@ -50,8 +64,9 @@ export class Deferrals {
     };
   }
 
+  /** Holds a msg, through the send queue (batched with the other holds of a burst). */
   async hold(entry: DeferInput, collapseKey?: string): Promise<{ id: string; collapsedInto?: string }> {
-    const result = await this.queue.defer(entry, collapseKey);
+    const result = await this.access.submit(this.holds, { entry, ...(collapseKey !== undefined ? { collapseKey } : {}) });
     this.poller.wake();
     void this.refreshSize();
     return result;

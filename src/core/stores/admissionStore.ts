@@ -1,10 +1,18 @@
-/** One counter a claim checks and fills. */
+import type { StoreUnavailableError } from "../errors";
+
+/**
+ * One cap's counter: a field of the recipient's counter hash (SPEC §5). Every
+ * cap of one recipient lives in one hash, so a claim reads and writes one key.
+ */
 export interface CounterSpec {
-  key: string;
+  /** `<cap>[:<per values>]`, encoded */
+  field: string;
+  /** rolling caps: the window; calendar caps: the current period's length */
   windowMs: number;
   /** effective max; 0 blocks every send */
   max: number;
-  /** calendar caps: the instant (epoch ms) the period ends and every entry frees at once; absent for rolling */
+  /** calendar caps: the current period (in the msg's zone): entries since startMs count, and all free at resetAt */
+  startMs?: number;
   resetAt?: number;
 }
 
@@ -23,6 +31,36 @@ export interface ClaimOutcome {
   /** the store's clock, ms since epoch */
   nowMs: number;
   counters: CounterOutcome[];
+}
+
+/** One send's claim: every counter of `key` at once, or none. */
+export interface ClaimRequest {
+  /** the recipient's counter hash */
+  key: string;
+  /** the messageId: a retry of it never takes a second slot */
+  member: string;
+  /** this attempt's token (1..65535): a give-back removes only what this very attempt added */
+  token: number;
+  counters: readonly CounterSpec[];
+}
+
+/** record mode: count a send (or an impression event) without checking. */
+export interface RecordRequest {
+  key: string;
+  member: string;
+  counters: readonly CounterSpec[];
+}
+
+/** A claim to give back: a claim attempt's counter entries, or a duplicate-content mark. */
+export type ReleaseRequest =
+  | { kind: "cap"; key: string; member: string; token: number; fields: readonly string[] }
+  | { kind: "mark"; key: string; member: string };
+
+export interface CounterReading {
+  count: number;
+  /** ms until a slot frees; null when a slot is free now, or never frees (max 0) */
+  retryAfterMs: number | null;
+  full: boolean;
 }
 
 export type StoreState = "connecting" | "ready" | "down";
@@ -54,30 +92,35 @@ export interface SuppressionWrite {
   entry?: string;
 }
 
-/** A claim to give back: a counter entry ("z") or a duplicate mark ("k"). */
-export interface ReleaseSpec {
-  key: string;
-  kind: "z" | "k";
-}
+/**
+ * The answer to one item of a batch: its result, or the store failure that
+ * kept it from being answered (on Redis Cluster one slot's call can fail while
+ * the others are answered).
+ */
+export type Settled<T> = T | StoreUnavailableError;
 
 /**
  * Where counters, block lists and duplicate marks live. Both implementations
  * (memory, Redis) give the same answers for the same inputs; test/conformance
- * proves it.
+ * proves it. Send-path calls take many items at once (a burst is answered in
+ * a few round trips): items are applied in the order given, each atomically,
+ * and answered in that order.
  */
 export interface AdmissionStore {
   readonly kind: "memory" | "redis" | "redis-cluster";
-  /** answers over a network: calls need a timeout and a circuit breaker (SPEC §9) */
+  /** answers over a network: calls need the send queue, a timeout and a circuit breaker (SPEC §9) */
   readonly remote: boolean;
-  /** Atomic check-and-claim of every counter: all or nothing (SPEC §5). */
-  claim(member: string, counters: readonly CounterSpec[]): Promise<ClaimOutcome>;
-  /** Read-only: each counter's count in its window and the wait until it has a free slot (null: free now, or never with max 0). */
-  inspect(counters: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]>;
-  /** Adds the member to every counter without checking; idempotent. Returns the counts. */
-  record(member: string, counters: readonly CounterSpec[]): Promise<number[]>;
-  /** Gives back the member's claims in one atomic step; returns how many were held. */
-  release(member: string, claims: readonly ReleaseSpec[]): Promise<number>;
-  checkSuppression(check: SuppressionCheck): Promise<SuppressionOutcome>;
+  /** how the send queue should feed it: most items in one call, most calls at once */
+  readonly batching?: { maxBatch: number; maxInFlight: number };
+  /** Atomic check-and-claim of each request's counters: all or nothing per request (SPEC §5). */
+  claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]>;
+  /** Adds each member to its counters without checking; idempotent. Answers the counts. */
+  record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]>;
+  /** Gives back claims; answers how many entries (or marks) each still held. */
+  release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]>;
+  checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]>;
+  /** Read-only: each counter's count in its window and the wait until it has a free slot. */
+  inspect(key: string, counters: readonly CounterSpec[]): Promise<CounterReading[]>;
   /** Writes (or, without entry, removes) block-list entries. */
   writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void>;
   /** One page of an org's block-list index; cursor "0" starts and ends. */

@@ -1,17 +1,15 @@
 import type {
-  AdmissionStore, ClaimOutcome, CounterOutcome, CounterSpec, ReleaseSpec, StoreState,
-  SuppressionCheck, SuppressionOutcome, SuppressionWrite,
+  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, RecordRequest, ReleaseRequest,
+  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite,
 } from "./admissionStore";
+import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
 
-interface Entry {
-  score: number;
-  member: string;
-}
+/** One counter entry: as lua/claim.lua packs it (ts, digest of the messageId, attempt token). */
+export type Entry = [ts: number, digest: number, token: number];
 
-interface Counter {
-  /** ascending by score */
-  entries: Entry[];
+interface CounterHash {
+  fields: Map<string, Entry[]>;
   expiresAt: number;
 }
 
@@ -20,21 +18,44 @@ interface Mark {
   expiresAt: number;
 }
 
-/** Everything a memory store holds, as JSON: what it saves on close and loads on start. */
+/** Everything a memory store holds, as JSON: what it saves and loads. */
 export interface MemorySnapshot {
-  version: 1;
-  counters: [string, Counter][];
+  version: 2;
+  counters: [string, { expiresAt: number; fields: [string, Entry[]][] }][];
   hashes: [string, [string, string][]][];
   marks: [string, Mark][];
 }
 
-/** The linger after a window (SPEC §5: expire at window + 60 s), as Redis does. */
-const EXPIRY_GRACE_MS = 60_000;
 const SWEEP_EVERY_MS = 60_000;
 
 export type Clock = () => number;
 
-const wallClock: Clock = () => performance.timeOrigin + performance.now();
+const wallClock: Clock = () => Math.floor(performance.timeOrigin + performance.now());
+
+/** A counter's entries at `now`: those still kept, and of them the ones that count. */
+function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, now: number, digest: number): { kept: Entry[]; times: number[]; held: boolean } {
+  const { from, keepFrom } = counterBounds(spec, now);
+  const kept: Entry[] = [];
+  const times: number[] = [];
+  let held = false;
+  for (const entry of entries ?? []) {
+    if (entry[0] < keepFrom) continue;
+    kept.push(entry);
+    if (entry[0] >= from) {
+      times.push(entry[0]);
+      if (entry[1] === digest) held = true;
+    }
+  }
+  return { kept, times, held };
+}
+
+/** ms until a full counter has a free slot: its period's reset, or enough of its oldest entries ageing out. */
+function freeInMs(spec: CounterSpec, times: number[], now: number): number | null {
+  if (spec.max <= 0) return null;
+  if (spec.resetAt) return Math.max(0, spec.resetAt - now);
+  times.sort((a, b) => a - b);
+  return Math.max(0, (times[times.length - spec.max] as number) + spec.windowMs - now);
+}
 
 /**
  * The embedded store: the same algorithms as the scripts in lua/, in one
@@ -43,9 +64,9 @@ const wallClock: Clock = () => performance.timeOrigin + performance.now();
  */
 export class MemoryStore implements AdmissionStore {
   readonly kind = "memory" as const;
-  /** in-process and synchronous: a call cannot time out, so it needs no guard */
+  /** in-process and synchronous: a call cannot time out, so it needs no guard or queue */
   readonly remote = false;
-  private readonly counters = new Map<string, Counter>();
+  private readonly counters = new Map<string, CounterHash>();
   private readonly hashes = new Map<string, Map<string, string>>();
   private readonly marks = new Map<string, Mark>();
   private readonly stateHolder = new StateHolder("ready");
@@ -56,81 +77,30 @@ export class MemoryStore implements AdmissionStore {
     this.sweeper.unref();
   }
 
-  async claim(member: string, specs: readonly CounterSpec[]): Promise<ClaimOutcome> {
-    const now = this.clock();
-    const counters = specs.map((spec) => this.pruned(spec.key, now - spec.windowMs, now));
-    const held = counters.map((c) => c.entries.some((e) => e.member === member));
-    const blocked = specs.some((spec, i) => !held[i] && (counters[i] as Counter).entries.length >= spec.max);
-
-    const outcomes: CounterOutcome[] = specs.map((spec, i) => {
-      const counter = counters[i] as Counter;
-      const count = counter.entries.length;
-      const blocking = blocked && !held[i] && count >= spec.max;
-      let retryAfterMs: number | null = null;
-      if (blocking && spec.max > 0) retryAfterMs = freeInMs(spec, counter.entries, now);
-      if (!blocked) {
-        if (!held[i]) insertSorted(counter.entries, { score: now, member });
-        this.keep(spec, counter, now);
-      }
-      return { count: counter.entries.length, alreadyHeld: held[i] as boolean, retryAfterMs, blocking };
-    });
-    return { allowed: !blocked, nowMs: Math.floor(now), counters: outcomes };
+  async claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]> {
+    return requests.map((request) => this.claimOne(request));
   }
 
-  async inspect(specs: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]> {
+  async record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]> {
+    return requests.map((request) => this.recordOne(request));
+  }
+
+  async release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]> {
+    return requests.map((request) => this.releaseOne(request));
+  }
+
+  async checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
+    return checks.map((check) => this.checkOne(check));
+  }
+
+  async inspect(key: string, specs: readonly CounterSpec[]): Promise<CounterReading[]> {
     const now = this.clock();
+    const hash = this.liveCounters(key, now);
     return specs.map((spec) => {
-      const counter = this.counters.get(spec.key);
-      const live = counter && counter.expiresAt > now ? counter.entries.filter((e) => e.score > now - spec.windowMs) : [];
-      const full = live.length >= spec.max;
-      return { count: live.length, full, retryAfterMs: full && spec.max > 0 ? freeInMs(spec, live, now) : null };
+      const { times } = readCounter(hash?.fields.get(spec.field), spec, now, -1);
+      const full = times.length >= spec.max;
+      return { count: times.length, full, retryAfterMs: full ? freeInMs(spec, times, now) : null };
     });
-  }
-
-  async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {
-    const now = this.clock();
-    return specs.map((spec) => {
-      const counter = this.pruned(spec.key, now - spec.windowMs, now);
-      if (!counter.entries.some((e) => e.member === member)) insertSorted(counter.entries, { score: now, member });
-      this.keep(spec, counter, now);
-      return counter.entries.length;
-    });
-  }
-
-  async release(member: string, claims: readonly ReleaseSpec[]): Promise<number> {
-    const now = this.clock();
-    let given = 0;
-    for (const claim of claims) {
-      if (claim.kind === "z") {
-        const counter = this.counters.get(claim.key);
-        const at = counter ? counter.entries.findIndex((e) => e.member === member) : -1;
-        if (counter && at >= 0) {
-          counter.entries.splice(at, 1);
-          given++;
-        }
-      } else if (this.liveMark(claim.key, now)?.member === member) {
-        this.marks.delete(claim.key);
-        given++;
-      }
-    }
-    return given;
-  }
-
-  async checkSuppression(check: SuppressionCheck): Promise<SuppressionOutcome> {
-    const list = this.hashes.get(check.listKey);
-    for (const field of [check.channel, "*"]) {
-      const entry = list?.get(field);
-      if (entry !== undefined) return { kind: "listed", field, entry };
-    }
-    if (check.markKey === undefined) return { kind: "clear", mark: "none" };
-    const now = this.clock();
-    const mark = this.liveMark(check.markKey, now);
-    if (!mark) {
-      this.marks.set(check.markKey, { member: check.member, expiresAt: now + check.markWindowMs });
-      return { kind: "clear", mark: "new" };
-    }
-    if (mark.member === check.member) return { kind: "clear", mark: "held" };
-    return { kind: "duplicate", firstMember: mark.member, retryAfterMs: Math.ceil(mark.expiresAt - now) };
   }
 
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
@@ -162,23 +132,113 @@ export class MemoryStore implements AdmissionStore {
   snapshot(): MemorySnapshot {
     this.sweep();
     return {
-      version: 1,
-      counters: [...this.counters],
+      version: 2,
+      counters: [...this.counters].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
       hashes: [...this.hashes].map(([key, fields]) => [key, [...fields]]),
       marks: [...this.marks],
     };
   }
 
   restore(snapshot: MemorySnapshot): void {
-    for (const [key, counter] of snapshot.counters) this.counters.set(key, counter);
+    for (const [key, hash] of snapshot.counters) this.counters.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
     for (const [key, fields] of snapshot.hashes) this.hashes.set(key, new Map(fields));
     for (const [key, mark] of snapshot.marks) this.marks.set(key, mark);
     this.sweep();
   }
 
-  private keep(spec: CounterSpec, counter: Counter, now: number): void {
-    counter.expiresAt = (spec.resetAt ? Math.max(now, spec.resetAt) : now + spec.windowMs) + EXPIRY_GRACE_MS;
-    this.counters.set(spec.key, counter);
+  private claimOne(request: ClaimRequest): ClaimOutcome {
+    const now = this.clock();
+    const digest = memberDigest(request.member);
+    const hash = this.liveCounters(request.key, now);
+    const read = request.counters.map((spec) => readCounter(hash?.fields.get(spec.field), spec, now, digest));
+    const blocked = request.counters.some((spec, i) => {
+      const r = read[i] as (typeof read)[number];
+      return !r.held && r.times.length >= spec.max;
+    });
+    const counters: CounterOutcome[] = request.counters.map((spec, i) => {
+      const r = read[i] as (typeof read)[number];
+      const blocking = blocked && !r.held && r.times.length >= spec.max;
+      return { count: r.times.length, alreadyHeld: r.held, retryAfterMs: blocking ? freeInMs(spec, r.times, now) : null, blocking };
+    });
+    if (!blocked) {
+      request.counters.forEach((spec, i) => {
+        const r = read[i] as (typeof read)[number];
+        if (!r.held) r.kept.push([now, digest, request.token]);
+        (counters[i] as CounterOutcome).count = r.held ? r.times.length : r.times.length + 1;
+        this.write(request.key, spec, r.kept, now);
+      });
+    }
+    return { allowed: !blocked, nowMs: now, counters };
+  }
+
+  private recordOne(request: RecordRequest): number[] {
+    const now = this.clock();
+    const digest = memberDigest(request.member);
+    const hash = this.liveCounters(request.key, now);
+    return request.counters.map((spec) => {
+      const r = readCounter(hash?.fields.get(spec.field), spec, now, digest);
+      if (!r.held) r.kept.push([now, digest, RECORD_TOKEN]);
+      this.write(request.key, spec, r.kept, now);
+      return r.held ? r.times.length : r.times.length + 1;
+    });
+  }
+
+  private releaseOne(request: ReleaseRequest): number {
+    const now = this.clock();
+    if (request.kind === "mark") {
+      if (this.liveMark(request.key, now)?.member !== request.member) return 0;
+      this.marks.delete(request.key);
+      return 1;
+    }
+    const hash = this.liveCounters(request.key, now);
+    if (!hash) return 0;
+    const digest = memberDigest(request.member);
+    let given = 0;
+    for (const field of request.fields) {
+      const entries = hash.fields.get(field);
+      if (!entries) continue;
+      const left = entries.filter((e) => e[1] !== digest || e[2] !== request.token);
+      given += entries.length - left.length;
+      if (left.length === 0) hash.fields.delete(field);
+      else hash.fields.set(field, left);
+    }
+    return given;
+  }
+
+  private checkOne(check: SuppressionCheck): SuppressionOutcome {
+    const list = this.hashes.get(check.listKey);
+    for (const field of [check.channel, "*"]) {
+      const entry = list?.get(field);
+      if (entry !== undefined) return { kind: "listed", field, entry };
+    }
+    if (check.markKey === undefined) return { kind: "clear", mark: "none" };
+    const now = this.clock();
+    const mark = this.liveMark(check.markKey, now);
+    if (!mark) {
+      this.marks.set(check.markKey, { member: check.member, expiresAt: now + check.markWindowMs });
+      return { kind: "clear", mark: "new" };
+    }
+    if (mark.member === check.member) return { kind: "clear", mark: "held" };
+    return { kind: "duplicate", firstMember: mark.member, retryAfterMs: Math.max(0, mark.expiresAt - now) };
+  }
+
+  private write(key: string, spec: CounterSpec, entries: Entry[], now: number): void {
+    let hash = this.counters.get(key);
+    if (!hash || hash.expiresAt <= now) {
+      hash = { fields: new Map(), expiresAt: 0 };
+      this.counters.set(key, hash);
+    }
+    hash.fields.set(spec.field, entries);
+    hash.expiresAt = Math.max(hash.expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
+  }
+
+  private liveCounters(key: string, now: number): CounterHash | undefined {
+    const hash = this.counters.get(key);
+    if (hash && hash.expiresAt <= now) {
+      this.counters.delete(key);
+      return undefined;
+    }
+    return hash;
   }
 
   private setField(key: string, field: string, value: string | undefined): void {
@@ -201,35 +261,13 @@ export class MemoryStore implements AdmissionStore {
     return mark;
   }
 
-  private pruned(key: string, cutoff: number, now: number): Counter {
-    const counter = this.counters.get(key);
-    if (!counter || counter.expiresAt <= now) return { entries: [], expiresAt: 0 };
-    let drop = 0;
-    while (drop < counter.entries.length && (counter.entries[drop] as Entry).score <= cutoff) drop++;
-    if (drop > 0) counter.entries.splice(0, drop);
-    return counter;
-  }
-
   private sweep(): void {
     const now = this.clock();
-    for (const [key, counter] of this.counters) {
-      if (counter.expiresAt <= now) this.counters.delete(key);
+    for (const [key, hash] of this.counters) {
+      if (hash.expiresAt <= now) this.counters.delete(key);
     }
     for (const [key, mark] of this.marks) {
       if (mark.expiresAt <= now) this.marks.delete(key);
     }
   }
-}
-
-/** ms until a full counter has a free slot: its period's reset, or enough of its oldest entries ageing out. */
-function freeInMs(spec: CounterSpec, entries: readonly Entry[], now: number): number {
-  if (spec.resetAt) return Math.max(0, Math.ceil(spec.resetAt - now));
-  const last = entries[entries.length - spec.max] as Entry;
-  return Math.max(0, Math.ceil(last.score + spec.windowMs - now));
-}
-
-function insertSorted(entries: Entry[], entry: Entry): void {
-  let i = entries.length;
-  while (i > 0 && (entries[i - 1] as Entry).score > entry.score) i--;
-  entries.splice(i, 0, entry);
 }

@@ -1,22 +1,27 @@
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
-  AdmissionStore, ClaimOutcome, CounterOutcome, CounterSpec, ReleaseSpec, StoreState,
-  SuppressionCheck, SuppressionOutcome, SuppressionWrite,
+  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, RecordRequest, ReleaseRequest,
+  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite,
 } from "./admissionStore";
+import { entryTail, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
 import { clusterSeeds, quitRedis } from "./redisConnection";
+import { bySlot } from "./slotGroups";
 import { StoreUnavailableError } from "../errors";
+import { asStoreFailure } from "../storeFaults";
 
 type RedisClient = Redis | Cluster;
+type Arg = string | number | Buffer;
+type ScriptCall = (numKeys: number, ...keysAndArgs: Arg[]) => Promise<unknown[]>;
 
 /** The scripts this store calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
 interface ScriptCommands {
-  sendgateClaim(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
-  sendgateUsage(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
-  sendgateRecord(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
-  sendgateRelease(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-  sendgateSuppression(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string | number, string | number]>;
+  sendgateClaim: ScriptCall;
+  sendgateUsage: ScriptCall;
+  sendgateRecord: ScriptCall;
+  sendgateRelease: ScriptCall;
+  sendgateSuppression: ScriptCall;
 }
 
 /** Bulk writes go out in slices, so a 10,000-entry import never builds one giant batch. */
@@ -56,9 +61,83 @@ function createClient(options: RedisStoreOptions): RedisClient {
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
 }
 
+/** Per counter: field, window, max, period start, reset (what claim.lua and usage.lua read). */
+function counterArgs(spec: CounterSpec): Arg[] {
+  return [spec.field, spec.windowMs, spec.max, spec.startMs ?? 0, spec.resetAt ?? 0];
+}
+
+/** A script call's encoding of some items, and how to read each item's answer back from its reply. */
+interface ScriptBatch<I, O> {
+  call: keyof ScriptCommands;
+  keysOf(item: I): string[];
+  argsOf(item: I): Arg[];
+  /** every item's answer, in order */
+  read(reply: unknown[], items: readonly I[]): O[];
+}
+
+const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
+  call: "sendgateClaim",
+  keysOf: (r) => [r.key],
+  argsOf: (r) => [entryTail(r.member, r.token), r.counters.length, ...r.counters.flatMap(counterArgs)],
+  read: (reply, items) => {
+    const nowMs = Number(reply[0]);
+    let at = 1;
+    return items.map((r) => {
+      const allowed = Number(reply[at++]) === 1;
+      const counters: CounterOutcome[] = r.counters.map(() => {
+        const count = Number(reply[at]);
+        const held = Number(reply[at + 1]) === 1;
+        const retry = Number(reply[at + 2]);
+        at += 3;
+        return { count, alreadyHeld: held, retryAfterMs: retry >= 0 ? retry : null, blocking: retry >= 0 || retry === NEVER_FREES };
+      });
+      return { allowed, nowMs, counters };
+    });
+  },
+};
+
+const recordBatch: ScriptBatch<RecordRequest, number[]> = {
+  call: "sendgateRecord",
+  keysOf: (r) => [r.key],
+  argsOf: (r) => [entryTail(r.member, RECORD_TOKEN), r.counters.length, ...r.counters.flatMap((c) => [c.field, c.windowMs, c.startMs ?? 0, c.resetAt ?? 0])],
+  read: (reply, items) => {
+    let at = 1;
+    return items.map((r) => r.counters.map(() => Number(reply[at++])));
+  },
+};
+
+const releaseBatch: ScriptBatch<ReleaseRequest, number> = {
+  call: "sendgateRelease",
+  keysOf: (r) => [r.key],
+  argsOf: (r) => (r.kind === "mark" ? ["m", r.member] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields]),
+  read: (reply) => reply.map(Number),
+};
+
+const suppressionBatch: ScriptBatch<SuppressionCheck, SuppressionOutcome> = {
+  call: "sendgateSuppression",
+  keysOf: (c) => (c.markKey === undefined ? [c.listKey] : [c.listKey, c.markKey]),
+  argsOf: (c) => [c.markKey === undefined ? 1 : 2, c.channel, c.member, c.markWindowMs],
+  read: (reply, items) => items.map((_, i) => {
+    const [kind, a, b] = [Number(reply[3 * i]), reply[3 * i + 1], reply[3 * i + 2]];
+    if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
+    if (kind === 2) return { kind: "duplicate", firstMember: String(a), retryAfterMs: Math.max(0, Number(b)) };
+    const mark = Number(a);
+    return { kind: "clear", mark: mark === 1 ? "new" : mark === 2 ? "held" : "none" };
+  }),
+};
+
+/**
+ * One Redis answers a batch in one script call, so batches can be large. A
+ * cluster needs one call per hash slot, and recipients rarely share one: a
+ * batch costs about as many calls as it holds, so it must be small enough to
+ * be answered within the timeout, with more of them at once.
+ */
+const BATCHING = { redis: { maxBatch: 256, maxInFlight: 2 }, "redis-cluster": { maxBatch: 32, maxInFlight: 16 } } as const;
+
 export class RedisStore implements AdmissionStore {
   readonly kind: "redis" | "redis-cluster";
   readonly remote = true;
+  readonly batching: { maxBatch: number; maxInFlight: number };
   readonly client: RedisClient;
   private readonly stateHolder = new StateHolder("connecting");
   private readonly firstReady: Promise<void>;
@@ -69,6 +148,7 @@ export class RedisStore implements AdmissionStore {
   constructor(options: RedisStoreOptions = {}) {
     this.kind = options.clusterNodes && options.clusterNodes.length > 0 ? "redis-cluster" : "redis";
     this.connectGraceMs = options.connectGraceMs ?? 3000;
+    this.batching = BATCHING[this.kind];
     this.client = createClient(options);
     this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
     this.client.defineCommand("sendgateRecord", { lua: luaScript("record") });
@@ -88,45 +168,30 @@ export class RedisStore implements AdmissionStore {
     this.client.on("error", (err: Error) => options.onError?.(err));
   }
 
-  async claim(member: string, specs: readonly CounterSpec[]): Promise<ClaimOutcome> {
-    await this.usable();
-    const args: (string | number)[] = specs.map((s) => s.key);
-    args.push(member);
-    for (const s of specs) args.push(s.windowMs, s.max, s.resetAt ?? 0);
-    const reply = await this.scripts.sendgateClaim(specs.length, ...args);
-    return parseClaimReply(reply, specs.length);
+  claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]> {
+    return this.batch(claimBatch, requests);
   }
 
-  async inspect(specs: readonly CounterSpec[]): Promise<{ count: number; retryAfterMs: number | null; full: boolean }[]> {
+  record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]> {
+    return this.batch(recordBatch, requests);
+  }
+
+  release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]> {
+    return this.batch(releaseBatch, requests);
+  }
+
+  checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
+    return this.batch(suppressionBatch, checks);
+  }
+
+  async inspect(key: string, specs: readonly CounterSpec[]): Promise<CounterReading[]> {
     if (specs.length === 0) return [];
     await this.usable();
-    const reply = await this.scripts.sendgateUsage(specs.length, ...specs.map((s) => s.key), ...specs.flatMap((s) => [s.windowMs, s.max, s.resetAt ?? 0]));
+    const reply = await this.scripts.sendgateUsage(1, key, ...specs.flatMap(counterArgs));
     return specs.map((_, i) => {
       const retry = Number(reply[2 + i * 2]);
       return { count: Number(reply[1 + i * 2]), retryAfterMs: retry >= 0 ? retry : null, full: retry !== -1 };
     });
-  }
-
-  async record(member: string, specs: readonly CounterSpec[]): Promise<number[]> {
-    await this.usable();
-    const reply = await this.scripts.sendgateRecord(specs.length, ...specs.map((s) => s.key), member, ...specs.flatMap((s) => [s.windowMs, s.resetAt ?? 0]));
-    return reply.slice(1).map(Number);
-  }
-
-  async release(member: string, claims: readonly ReleaseSpec[]): Promise<number> {
-    if (claims.length === 0) return 0;
-    await this.usable();
-    return Number(await this.scripts.sendgateRelease(claims.length, ...claims.map((c) => c.key), member, ...claims.map((c) => c.kind)));
-  }
-
-  async checkSuppression(check: SuppressionCheck): Promise<SuppressionOutcome> {
-    await this.usable();
-    const keys = check.markKey === undefined ? [check.listKey] : [check.listKey, check.markKey];
-    const [kind, a, b] = await this.scripts.sendgateSuppression(keys.length, ...keys, check.channel, check.member, check.markWindowMs);
-    if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
-    if (kind === 2) return { kind: "duplicate", firstMember: String(a), retryAfterMs: Math.max(0, Number(b)) };
-    const mark = Number(a);
-    return { kind: "clear", mark: mark === 1 ? "new" : mark === 2 ? "held" : "none" };
   }
 
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
@@ -159,9 +224,33 @@ export class RedisStore implements AdmissionStore {
     await quitRedis(this.client);
   }
 
-
   private get scripts(): ScriptCommands {
     return this.client as unknown as ScriptCommands;
+  }
+
+  /**
+   * Many items in one script call. On a cluster every call must stay in one
+   * hash slot: the items go in one call per slot (each item's keys share its
+   * recipient's tag), all sent at once, and a slot whose call fails fails only
+   * its own items.
+   */
+  private async batch<I, O>(script: ScriptBatch<I, O>, items: readonly I[]): Promise<Settled<O>[]> {
+    if (items.length === 0) return [];
+    await this.usable();
+    const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => script.keysOf(item)[0] as string) : [items.map((_, i) => i)];
+    const out = new Array<Settled<O>>(items.length);
+    await Promise.all(groups.map(async (indexes) => {
+      const group = indexes.map((i) => items[i] as I);
+      const keys = group.flatMap(script.keysOf);
+      try {
+        const reply = await this.scripts[script.call](keys.length, ...keys, ...group.flatMap(script.argsOf));
+        script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
+      } catch (err) {
+        const failure = asStoreFailure(err);
+        for (const i of indexes) out[i] = failure;
+      }
+    }));
+    return out;
   }
 
   /** Waits for the first connection (bounded); afterwards a down store fails at once. */
@@ -176,18 +265,4 @@ export class RedisStore implements AdmissionStore {
     clearTimeout(timer);
     if (first === "late") throw new StoreUnavailableError("not_ready", "redis store has not connected yet");
   }
-}
-
-export function parseClaimReply(reply: number[], capCount: number): ClaimOutcome {
-  const counters: CounterOutcome[] = [];
-  for (let i = 0; i < capCount; i++) {
-    const retry = Number(reply[2 + i * 3 + 2]);
-    counters.push({
-      count: Number(reply[2 + i * 3]),
-      alreadyHeld: Number(reply[2 + i * 3 + 1]) === 1,
-      retryAfterMs: retry >= 0 ? retry : null,
-      blocking: retry >= 0 || retry === NEVER_FREES,
-    });
-  }
-  return { allowed: Number(reply[0]) === 1, nowMs: Number(reply[1]), counters };
 }

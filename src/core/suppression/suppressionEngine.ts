@@ -2,7 +2,8 @@ import { StoreUnavailableError } from "../errors";
 import { recipientToken } from "../keys";
 import type { Send } from "../send";
 import type { StoreAccess } from "../storeAccess";
-import type { SuppressionWrite } from "../stores/admissionStore";
+import type { Lane } from "../sendQueue/sendQueue";
+import type { SuppressionCheck, SuppressionOutcome, SuppressionWrite } from "../stores/admissionStore";
 import { bodyHash } from "./canonicalJson";
 import type { SuppressionEntry } from "./suppressionEntry";
 import { blockListIndexField, blockListIndexKey, blockListKey, duplicateMarkKey } from "./suppressionKeys";
@@ -42,8 +43,11 @@ function parsedEntry(field: string, json: string): ListedEntry {
 /** The suppression-gate's core: block list per (org, channel or "*", recipient) and duplicate content. */
 export class SuppressionEngine {
   private mirror: SuppressionMirror | undefined;
+  private readonly checks: Lane<SuppressionCheck, SuppressionOutcome>;
 
-  constructor(private readonly options: SuppressionEngineOptions) {}
+  constructor(private readonly options: SuppressionEngineOptions) {
+    this.checks = options.access.lane("suppression", (store, items) => store.checkSuppression(items));
+  }
 
   /** From now on every change is written to the mirror first (it holds recipients as stored: HMACs when hashing). */
   attachMirror(mirror: SuppressionMirror): void {
@@ -66,10 +70,10 @@ export class SuppressionEngine {
     const markKey = duplicateWindowSeconds > 0
       ? duplicateMarkKey(this.options.keyPrefix, send.org, recipient, send.channel, bodyHash(body))
       : undefined;
-    const outcome = await this.options.access.decide(send.org, send.channel, (store) => store.checkSuppression({
+    const outcome = await this.options.access.decide(send.org, send.channel, this.checks, {
       listKey, channel: send.channel, member: send.messageId, markWindowMs: duplicateWindowSeconds * 1000,
       ...(markKey !== undefined ? { markKey } : {}),
-    }));
+    });
     if (outcome instanceof StoreUnavailableError) return { kind: "fail_open", error: outcome };
     if (outcome.kind === "listed") return { kind: "opted_out", entry: parsedEntry(outcome.field, outcome.entry) };
     if (outcome.kind === "duplicate") return { kind: "duplicate", firstMember: outcome.firstMember, retryAfterMs: outcome.retryAfterMs };

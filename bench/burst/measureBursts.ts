@@ -1,0 +1,47 @@
+import type Redis from "ioredis";
+import type { Completions } from "../load/completions";
+import type { EmbeddedRed } from "../nodeRed/embeddedRed";
+import { runRawScenario } from "../rawScenario";
+import type { RedisEndpoint } from "../redis/endpoint";
+import { dropKeys } from "../redis/keys";
+import type { BurstReport } from "../report/burstTable";
+import { capsOf } from "../scenarios";
+import type { BenchSettings } from "../settings";
+import { runBurst } from "./measureBurst";
+
+export interface BurstContext {
+  red: EmbeddedRed;
+  completions: Completions;
+  redis: Redis;
+  endpoint: RedisEndpoint;
+  sha: string;
+  settings: BenchSettings;
+  prefix: string;
+  progress: (text: string) => void;
+}
+
+/**
+ * The burst rows: each size on memory and Redis, with `burstCaps` caps, and
+ * beside the Redis rows the raw redis-benchmark rate of a single claim of the
+ * same caps (-P 1), measured in this run.
+ */
+export async function measureBursts(ctx: BurstContext): Promise<BurstReport[]> {
+  const { settings, prefix, progress } = ctx;
+  const caps = settings.burstCaps;
+  const rows: BurstReport[] = [];
+  progress(`burst: redis-benchmark EVALSHA of one ${caps}-cap claim, ${settings.rawRequests} claims`);
+  const scenario = { name: `burst-raw-${caps}cap`, store: "redis" as const, rulesSource: "inline" as const, rules: capsOf(caps) };
+  const raw = await runRawScenario(ctx.redis, ctx.endpoint, ctx.sha, scenario, settings, `${prefix}-burst-raw`);
+  for (const msgs of settings.bursts) {
+    for (const store of ["memory", "redis"] as const) {
+      const keyPrefix = `${prefix}-burst-${store}-${msgs}`;
+      progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps`);
+      const row = await runBurst(ctx.red, ctx.completions, {
+        store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed,
+      });
+      rows.push({ ...row, ...(store === "redis" ? { rawPerSec: raw.perSec } : {}) });
+      if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
+    }
+  }
+  return rows;
+}

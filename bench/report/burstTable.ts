@@ -1,0 +1,34 @@
+import type { BurstRow } from "../burst/measureBurst";
+import { ms, renderTable, whole } from "./markdown";
+
+/** A burst row with the raw EVALSHA rate of one claim of the same caps, measured in the same run. */
+export interface BurstReport extends BurstRow {
+  rawPerSec?: number;
+}
+
+const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "raw EVALSHA/s", "÷ raw", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
+const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true];
+
+function cells(row: BurstReport): string[] {
+  const v = row.verdicts;
+  return [
+    `burst-${row.store}-${row.caps}cap-${row.msgs / 1000}k`,
+    row.store,
+    String(row.caps),
+    whole.format(row.msgs),
+    ms(row.drainMs),
+    whole.format(row.msgsPerSec),
+    row.rawPerSec === undefined ? "—" : whole.format(row.rawPerSec),
+    row.rawPerSec === undefined ? "—" : (row.msgsPerSec / row.rawPerSec).toFixed(2),
+    whole.format(v.allowed),
+    whole.format(v.skipped),
+    whole.format(v.failOpen),
+    whole.format(v.overloaded),
+    whole.format(v.errors),
+    whole.format(row.peakHeapMb),
+  ];
+}
+
+export function burstTable(rows: readonly BurstReport[]): string {
+  return renderTable(HEADER, RIGHT, rows.map(cells));
+}

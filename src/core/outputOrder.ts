@@ -1,0 +1,78 @@
+/**
+ * Keeps the order a flow author sees: msgs of one key (one recipient) leave a
+ * gate in the order they came in, even when a later one is answered first
+ * (an earlier one still giving back claims, say). Only leaving waits: the
+ * store work of every msg goes on at once. Nothing is allocated for a msg
+ * with no msg of its key ahead of it, the common case.
+ */
+export class OutputOrder {
+  /** per key, the last msg in line */
+  private readonly tails = new Map<string, Place>();
+
+  /** A msg's place in line; join it once its key is known, leave it when it is done. */
+  place(): Place {
+    return new Place(this.tails);
+  }
+
+  /** keys with msgs in line (for tests: it drains to 0) */
+  get lines(): number {
+    return this.tails.size;
+  }
+}
+
+export class Place {
+  private key: string | undefined;
+  /** a msg of the same key ahead of this one has not left yet */
+  private blocked = false;
+  private held: (() => void)[] | undefined;
+  private behind: Place | undefined;
+  private finished: (() => void) | undefined;
+  private left = false;
+
+  constructor(private readonly tails: Map<string, Place>) {}
+
+  /** Takes the place behind the msgs of `key` already in line. */
+  join(key: string): void {
+    if (this.key !== undefined) return;
+    this.key = key;
+    const ahead = this.tails.get(key);
+    this.tails.set(key, this);
+    if (ahead && !ahead.left) {
+      ahead.behind = this;
+      this.blocked = true;
+    }
+  }
+
+  /** Runs an output now when it is this msg's turn, else once the msgs ahead have left. */
+  emit(output: () => void): void {
+    if (this.blocked) (this.held ??= []).push(output);
+    else output();
+  }
+
+  /** After the msg is done: at once when it is its turn, else once the msgs ahead have left (their outputs first). */
+  leave(): Promise<void> | undefined {
+    if (!this.blocked) {
+      this.depart();
+      return undefined;
+    }
+    return new Promise((resolve) => { this.finished = resolve; });
+  }
+
+  private unblock(): void {
+    this.blocked = false;
+    const held = this.held;
+    this.held = undefined;
+    held?.forEach((output) => output());
+    const finished = this.finished;
+    if (finished) {
+      this.depart();
+      finished();
+    }
+  }
+
+  private depart(): void {
+    this.left = true;
+    if (this.key !== undefined && this.tails.get(this.key) === this) this.tails.delete(this.key);
+    this.behind?.unblock();
+  }
+}

@@ -1,0 +1,188 @@
+import { StoreUnavailableError } from "../errors";
+import type { Settled } from "../stores/admissionStore";
+import { asStoreFailure } from "../storeFaults";
+import type { CircuitBreaker } from "../storeGuard";
+import { roundTrip } from "./roundTrip";
+
+/** One kind of store call that many msgs' items share: `run` answers a batch of them in one round trip. */
+export interface Lane<I, O> {
+  readonly name: string;
+  /**
+   * bounded lanes take new work (admissions) and refuse it past maxQueued;
+   * unbounded ones finish work already begun (give-backs, holds), which a
+   * refusal would leak or lose
+   */
+  readonly bounded: boolean;
+  /** this lane's own timeout (a hold writes a whole msg); default the queue's */
+  readonly timeoutMs?: number;
+  run(items: readonly I[]): Promise<Settled<O>[]>;
+}
+
+export interface SendQueueOptions {
+  /** most items waiting or in flight; past it a bounded lane's item is refused as overloaded */
+  maxQueued: number;
+  /** most batches sent and not yet answered */
+  maxInFlight: number;
+  /** most items in one batch (batches shrink below it while the store answers slowly) */
+  maxBatch: number;
+  /** a sent call's timeout, measured from when it is sent */
+  timeoutMs: number;
+  breaker: CircuitBreaker;
+  /** the first refusal of an overload episode (it ends when the queue has drained) */
+  onOverload?: (maxQueued: number) => void;
+}
+
+/** batches never shrink below this: a store slow enough to need fewer is unwell, and the breaker decides */
+const MIN_BATCH = 16;
+
+interface Waiting {
+  lane: Lane<unknown, unknown>;
+  item: unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: StoreUnavailableError) => void;
+}
+
+/**
+ * A cap-config's send queue (SPEC §9): every store call of its gates waits
+ * here, and only `maxInFlight` batches are at the store at once. Items that
+ * wait together go together: one call per lane answers the whole batch, so a
+ * burst of any size costs a few round trips, and `timeoutMs` counts only a
+ * call's own round trip, never the wait in the queue. Items leave in the
+ * order they came, and a lane answers a batch in its order, so the sends of
+ * one recipient are judged in arrival order.
+ */
+export class SendQueue {
+  private waiting: Waiting[] = [];
+  private head = 0;
+  private inFlight = 0;
+  /** items waiting or in flight */
+  private pending = 0;
+  private scheduled = false;
+  private overloaded = false;
+  private readonly listeners = new Set<(length: number) => void>();
+  /** the batch size in force: shrinks while the store answers slowly, grows back while it is quick */
+  private batchLimit: number;
+
+  constructor(private readonly options: SendQueueOptions) {
+    for (const [name, value] of [["maxQueued", options.maxQueued], ["maxInFlight", options.maxInFlight], ["maxBatch", options.maxBatch]] as const) {
+      if (!Number.isInteger(value) || value < 1) throw new RangeError(`SendQueue: ${name} must be a positive integer`);
+    }
+    this.batchLimit = options.maxBatch;
+  }
+
+  /** items waiting or in flight */
+  get length(): number {
+    return this.pending;
+  }
+
+  /** Called with the length as batches go out and come back. */
+  onLength(listener: (length: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
+    if (lane.bounded && this.pending >= this.options.maxQueued) {
+      if (!this.overloaded) {
+        this.overloaded = true;
+        this.options.onOverload?.(this.options.maxQueued);
+      }
+      return Promise.reject(new StoreUnavailableError("overloaded", `the send queue holds ${this.options.maxQueued} msgs (maxQueued)`));
+    }
+    return new Promise<O>((resolve, reject) => {
+      this.waiting.push({ lane: lane as Lane<unknown, unknown>, item, resolve: resolve as (value: unknown) => void, reject });
+      this.pending++;
+      this.schedule();
+    });
+  }
+
+  /** On the next turn of the event loop: every item submitted in this one goes in the same batch. */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  /**
+   * Keeps batches small enough to be answered well within the timeout: a
+   * full batch that took over a quarter of it halves the size; one answered
+   * in under an eighth lets it grow back by a quarter (a busy store gets
+   * smaller batches, a quiet one the largest).
+   */
+  private paced(items: number, ms: number): void {
+    const { timeoutMs, maxBatch } = this.options;
+    if (ms > timeoutMs / 4 && items >= this.batchLimit / 2) this.batchLimit = Math.max(MIN_BATCH, Math.floor(this.batchLimit / 2));
+    else if (ms < timeoutMs / 8 && items >= this.batchLimit) this.batchLimit = Math.min(maxBatch, Math.ceil(this.batchLimit * 1.25));
+  }
+
+  private flush(): void {
+    while (this.inFlight < this.options.maxInFlight && this.head < this.waiting.length) {
+      const end = Math.min(this.waiting.length, this.head + this.batchLimit);
+      const batch = this.waiting.slice(this.head, end);
+      this.head = end;
+      if (this.head > 4096 && this.head * 2 > this.waiting.length) {
+        this.waiting = this.waiting.slice(this.head);
+        this.head = 0;
+      }
+      this.inFlight++;
+      void this.dispatch(batch).finally(() => {
+        this.inFlight--;
+        this.pending -= batch.length;
+        if (this.pending === 0) this.overloaded = false;
+        this.notify();
+        this.schedule();
+      });
+    }
+    this.notify();
+  }
+
+  /** One call per lane of the batch, all sent at once; settles when every one is answered or failed. */
+  private async dispatch(batch: Waiting[]): Promise<void> {
+    const byLane = new Map<Lane<unknown, unknown>, Waiting[]>();
+    for (const waiting of batch) {
+      const group = byLane.get(waiting.lane);
+      if (group) group.push(waiting);
+      else byLane.set(waiting.lane, [waiting]);
+    }
+    await Promise.all([...byLane].map(([lane, group]) => this.send(lane, group)));
+  }
+
+  private async send(lane: Lane<unknown, unknown>, group: Waiting[]): Promise<void> {
+    let isProbe: boolean;
+    try {
+      isProbe = this.options.breaker.admit();
+    } catch (err) {
+      for (const w of group) w.reject(asStoreFailure(err));
+      return;
+    }
+    try {
+      const sentAt = performance.now();
+      const results = await roundTrip(lane.run(group.map((w) => w.item)), lane.timeoutMs ?? this.options.timeoutMs);
+      this.paced(group.length, performance.now() - sentAt);
+      let fault: StoreUnavailableError | undefined;
+      group.forEach((w, i) => {
+        const result = results[i];
+        if (result instanceof StoreUnavailableError) {
+          fault ??= result;
+          w.reject(result);
+        } else if (i >= results.length) {
+          w.reject(new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
+        } else {
+          w.resolve(result);
+        }
+      });
+      this.options.breaker.settle(isProbe, fault);
+    } catch (err) {
+      const failure = asStoreFailure(err);
+      this.options.breaker.settle(isProbe, failure);
+      for (const w of group) w.reject(failure);
+    }
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener(this.pending);
+  }
+}

@@ -1,0 +1,179 @@
+import assert from "node:assert/strict";
+import Redis from "ioredis";
+import { helper, type Msg } from "../support/nodeRed";
+import { deployGateFlow, type GateFlow } from "../support/gateFlow";
+import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
+
+const RECIPIENTS = 10_000;
+const ONE_PER_TEN_MINUTES = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
+
+function reasonOf(msg: Msg | undefined): string | undefined {
+  return (msg?.admission as { reason?: string } | undefined)?.reason;
+}
+
+/** 10,000 recipients, each twice, all handed to the gate in one tick (what a split node does). */
+function burst(flow: GateFlow, recipients = RECIPIENTS): number {
+  for (let i = 0; i < recipients * 2; i++) {
+    flow.send({ recipient: `user-${i % recipients}`, channel: "sms", messageId: `m${i}` });
+  }
+  return recipients * 2;
+}
+
+/** Every msg left by exactly one output, and each recipient's first send was the one allowed, leaving first. */
+function assertExact(flow: GateFlow, recipients = RECIPIENTS): void {
+  const out = flow.out;
+  assert.equal(out.of("caught").length, 0, `caught: ${String((out.of("caught")[0]?.error as { message?: string } | undefined)?.message)}`);
+  assert.equal(out.of("allowed").filter((m) => reasonOf(m) !== undefined).length, 0, `reasons: ${[...new Set(out.of("allowed").map(reasonOf))].join(",")}`);
+  assert.equal(out.of("allowed").length, recipients);
+  assert.equal(out.of("skipped").length, recipients);
+  const ids = new Set(out.sequence.map((s) => s.msg.messageId));
+  assert.equal(ids.size, recipients * 2, "none lost, none twice");
+  for (const m of out.of("allowed")) assert.ok(Number(String(m.messageId).slice(1)) < recipients, `${String(m.messageId)} was allowed before its recipient's first send`);
+  const firstExit = new Map<string, number>();
+  out.sequence.forEach(({ msg }, at) => {
+    const recipient = String(msg.recipient);
+    const before = firstExit.get(recipient);
+    if (before === undefined) firstExit.set(recipient, Number(String(msg.messageId).slice(1)));
+    else assert.ok(before < Number(String(msg.messageId).slice(1)), `${recipient}: left out of order at ${at}`);
+  });
+}
+
+describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
+  this.timeout(120_000);
+  const redis = redisClient();
+  before(() => helper.startServer());
+  after(async () => {
+    await helper.stopServer();
+    await redis.quit();
+  });
+  afterEach(() => helper.unload());
+
+  for (const store of ["memory", "redis"] as const) {
+    it(`on the ${store} store: 10,000 allowed, 10,000 skipped, none failed open, each recipient in order`, async () => {
+      const keyPrefix = uniquePrefix(`burst-${store}`);
+      const flow = await deployGateFlow({ store, config: { keyPrefix }, rules: ONE_PER_TEN_MINUTES });
+      const shown: string[] = [];
+      const original = flow.gate.status.bind(flow.gate);
+      flow.gate.status = (s) => { if (typeof s !== "string") shown.push(String(s.text)); original(s); };
+      const sent = burst(flow);
+      await flow.out.until(sent, 90_000);
+      assertExact(flow);
+      if (store === "redis") {
+        assert.ok(shown.some((text) => /queued [\d,]+/.test(text)), `the status showed the send queue: ${shown.join(" | ")}`);
+        assert.equal(await redis.dbsize() > 0, true);
+        await dropPrefix(redis, keyPrefix);
+      }
+    });
+  }
+
+  it("with failMode closed, puts nothing in Catch", async () => {
+    const keyPrefix = uniquePrefix("burst-closed");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, failMode: "closed" }, rules: ONE_PER_TEN_MINUTES });
+    await flow.out.until(burst(flow), 90_000);
+    assertExact(flow);
+    await dropPrefix(redis, keyPrefix);
+  });
+
+  it("past maxQueued, gives the msgs beyond the bound reason overloaded and exact verdicts to the rest", async () => {
+    const keyPrefix = uniquePrefix("burst-bound");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000 }, rules: ONE_PER_TEN_MINUTES });
+    const recipients = 2_500;
+    await flow.out.until(burst(flow, recipients), 60_000);
+    const overloaded = flow.out.of("allowed").filter((m) => reasonOf(m) === "overloaded");
+    const judged = flow.out.sequence.filter(({ msg }) => reasonOf(msg) !== "overloaded");
+    assert.ok(overloaded.length >= recipients * 2 - 1000 - 300, `overloaded ${overloaded.length}`);
+    assert.ok(judged.length >= 1000, `judged ${judged.length}`);
+    assert.equal(flow.out.of("caught").length, 0);
+    assert.equal(flow.out.sequence.length, recipients * 2, "every msg left by an output");
+    assert.ok(flow.out.of("allowed").every((m) => reasonOf(m) === undefined || reasonOf(m) === "overloaded"), "no fail_open");
+    // exact where judged: a recipient judged twice got one allowed and one skipped; judged once, one allowed
+    const verdicts = new Map<string, string[]>();
+    for (const { id, msg } of judged) verdicts.set(String(msg.recipient), [...(verdicts.get(String(msg.recipient)) ?? []), id]);
+    for (const [recipient, got] of verdicts) {
+      assert.equal(got.filter((v) => v === "allowed").length, 1, `${recipient}: ${got.join(",")}`);
+    }
+    const warned = (helper.log() as unknown as { args: [{ level: number; msg: unknown }][] }).args
+      .filter(([e]) => e.level === 30 && String(e.msg).includes("maxQueued"));
+    assert.equal(warned.length, 1, "warned once for the episode");
+    await dropPrefix(redis, keyPrefix);
+  });
+
+  it("on a 3-master Redis Cluster: 10,000 allowed, 10,000 skipped, recipients on every master", async () => {
+    const cluster = new OwnRedisCluster();
+    await cluster.start();
+    try {
+      const flow = await deployGateFlow({
+        store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("burst-cluster") }, rules: ONE_PER_TEN_MINUTES,
+      });
+      await flow.out.until(burst(flow), 90_000);
+      assertExact(flow);
+      for (const node of cluster.nodes) {
+        const own = new Redis({ port: node.port, host: "127.0.0.1" });
+        assert.ok((await own.dbsize()) > 2000, `master ${node.port} holds a share`);
+        await own.quit();
+      }
+    } finally {
+      await helper.unload();
+      await cluster.stop();
+    }
+  });
+});
+
+describe("the circuit breaker counts only store faults", function () {
+  this.timeout(60_000);
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  it("20 msgs that cannot be held (circular) go to Catch and leave the next claim allowed, not circuit_open", async () => {
+    const keyPrefix = uniquePrefix("circular");
+    const flow = await deployGateFlow({
+      store: "redis", config: { keyPrefix },
+      rules: [{ id: "held", scope: "global", max_count: 1, window_seconds: 60, disposition: "defer" }],
+    });
+    flow.send({ recipient: "c", channel: "sms", messageId: "fills-the-cap" });
+    await flow.out.until(1);
+    for (let i = 0; i < 20; i++) {
+      const msg: Record<string, unknown> = { recipient: "c", channel: "sms", messageId: `c${i}` };
+      msg.self = msg;
+      flow.send(msg);
+    }
+    await flow.out.until(21);
+    const caught = flow.out.of("caught");
+    assert.equal(caught.length, 20);
+    assert.match(String((caught[0]?.error as { message: string }).message), /msg: cannot be held.*circular/i);
+    flow.send({ recipient: "healthy", channel: "sms", messageId: "h1" });
+    await flow.out.until(22);
+    const [, allowed] = flow.out.of("allowed");
+    assert.equal(allowed?.messageId, "h1");
+    assert.equal(reasonOf(allowed), undefined, "a real verdict, not circuit_open");
+  });
+
+  it("a stalled Redis (DEBUG SLEEP) still times calls out and fails open", async () => {
+    const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
+    await own.start();
+    const admin = new Redis(own.url);
+    try {
+      const flow = await deployGateFlow({
+        store: "redis", config: { redisUrl: own.url, timeoutMs: 50, keyPrefix: uniquePrefix("stall") },
+        rules: ONE_PER_TEN_MINUTES,
+      });
+      flow.send({ recipient: "warm", channel: "sms", messageId: "w" });
+      await flow.out.until(1);
+      const stalled = admin.debug("SLEEP", "0.3");
+      await sleep(20);
+      const started = Date.now();
+      for (let i = 0; i < 5; i++) flow.send({ recipient: `s${i}`, channel: "sms", messageId: `s${i}` });
+      await flow.out.until(6);
+      const waited = Date.now() - started;
+      await stalled;
+      assert.deepEqual(flow.out.of("allowed").slice(1).map(reasonOf), ["fail_open", "fail_open", "fail_open", "fail_open", "fail_open"]);
+      assert.ok(waited < 250, `answered in ${waited} ms, before the stall ended`);
+    } finally {
+      admin.disconnect();
+      await own.stop();
+      own.cleanUp();
+    }
+  });
+});

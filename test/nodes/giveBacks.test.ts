@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import Redis from "ioredis";
+import { helper, type Msg } from "../support/nodeRed";
+import { deployChain, push } from "../support/chainFlow";
+import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { OwnRedis } from "../support/redisServer";
+
+type Warned = { level: number; msg: unknown };
+
+function warnings(): string[] {
+  const spy = helper.log() as unknown as { args: [Warned][] };
+  return spy.args.map(([entry]) => entry).filter((e) => e.level === 30).map((e) => String(e.msg));
+}
+
+function reasonOf(msg: Msg | undefined): string | undefined {
+  return (msg?.admission as { reason?: string } | undefined)?.reason;
+}
+
+/** capA's verdict, whatever the later gate (capB, no caps) wrote after it */
+function capAReason(msg: Msg | undefined): string | undefined {
+  return (msg?.admission as { trail: { gate: string; reason?: string }[] } | undefined)?.trail[0]?.reason;
+}
+
+const ONE_A_DAY = [{ id: "daily", scope: "global", max_count: 1, window_seconds: 86400 }];
+
+describe("give-backs touch only what the msg itself took", function () {
+  this.timeout(30_000);
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  it("a timed-out retry, released, does not free the slot its first attempt holds", async () => {
+    const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
+    await own.start();
+    const admin = new Redis(own.url);
+    try {
+      const chain = await deployChain({ store: "redis", keyPrefix: uniquePrefix("retry"), rules: ONE_A_DAY, config: { redisUrl: own.url, timeoutMs: 50 } });
+      await push(chain, "capA", { recipient: "r", channel: "sms", messageId: "A" });
+      assert.equal(capAReason(chain.out.of("sent")[0]), undefined, "attempt 1 delivered");
+
+      await admin.ping();
+      const stalled = admin.debug("SLEEP", "0.3");
+      await sleep(20);
+      await push(chain, "capA", { recipient: "r", channel: "sms", messageId: "A" });
+      const retry = chain.out.of("sent")[1] as Msg;
+      assert.equal(capAReason(retry), "fail_open", "the retry timed out");
+      assert.equal((retry.admission as { claims: unknown[] }).claims.length, 1, "its possible claim is recorded, to be given back");
+      await stalled;
+      await sleep(1100); // the breaker's cool-down after the stall
+
+      // the provider failed for the retry: give back what the retry took (nothing: attempt 1 holds the slot)
+      await push(chain, "release", { ...retry });
+      await push(chain, "capA", { recipient: "r", channel: "sms", messageId: "B" });
+      const [skipped] = chain.out.of("skipped");
+      assert.equal(skipped?.messageId, "B", "attempt 1 still holds the only slot of the day");
+      assert.equal(reasonOf(skipped), "frequency_capped");
+    } finally {
+      admin.disconnect();
+      await own.stop();
+      own.cleanUp();
+    }
+  });
+
+  it("ignores claims rewritten to point at another recipient's counters, with a warning", async () => {
+    const keyPrefix = uniquePrefix("forged");
+    const redis = redisClient();
+    try {
+      const chain = await deployChain({ store: "redis", keyPrefix, rules: ONE_A_DAY });
+      await push(chain, "capA", { recipient: "victim", channel: "sms", messageId: "V1" });
+      await push(chain, "capA", { recipient: "mallory", channel: "sms", messageId: "M1" });
+      const [victimMsg, mallorys] = chain.out.of("sent") as [Msg, Msg];
+      const victimClaim = (victimMsg.admission as { claims: Record<string, unknown>[] }).claims[0] as Record<string, unknown>;
+      // a function node copies the victim's claim onto mallory's msg, and one aimed at the defer queue
+      const forged = { ...(mallorys.admission as object), claims: [victimClaim, { ...victimClaim, kind: "dup", key: `${keyPrefix}:{${keyPrefix}:dq}:msg` }] };
+      await push(chain, "release", { ...mallorys, admission: forged });
+      assert.ok(warnings().some((w) => w.includes("not this msg's own")), warnings().join("\n"));
+      await push(chain, "capA", { recipient: "victim", channel: "sms", messageId: "V2" });
+      assert.equal(chain.out.of("skipped")[0]?.messageId, "V2", "the victim's slot was not given back");
+    } finally {
+      await dropPrefix(redis, keyPrefix);
+      await redis.quit();
+    }
+  });
+});
