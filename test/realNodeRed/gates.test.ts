@@ -101,7 +101,7 @@ describe(`every node type in a real Node-RED ${nodeRedVersion()} on Node ${proce
     assert.deepEqual(await post("/send", { recipient: "r1", channel: "sms", messageId: "m4" }, "third").then((a) => [a.outcome, a.reason]), ["skipped", "frequency_capped"]);
 
     // the provider failed on m3: release gives its slot and duplicate mark back
-    const released = await post("/release", { admission: second.admission });
+    const released = await post("/release", { recipient: "r1", channel: "sms", messageId: "m3", admission: second.admission });
     assert.equal(released.outcome, "released");
     assert.equal((released.admission?.trail as { refunded?: number }[]).at(-1)?.refunded, 2);
     assert.equal((await post("/send", { recipient: "r1", channel: "sms", messageId: "m5" }, "second")).outcome, "sent");
