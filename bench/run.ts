@@ -1,5 +1,6 @@
 import Redis from "ioredis";
 import { Completions } from "./load/completions";
+import { measureAdPath } from "./adPath/measureAdPath";
 import { measureBursts } from "./burst/measureBursts";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { describeMachine } from "./machine";
@@ -12,6 +13,7 @@ import { loadClaimScript } from "./redis/claimScript";
 import { endpointOf } from "./redis/endpoint";
 import { countKeys, dropKeys, runPrefix } from "./redis/keys";
 import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } from "./report/summary";
+import { adPathTable } from "./report/adPathTable";
 import { burstTable, type BurstReport } from "./report/burstTable";
 import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
@@ -27,7 +29,8 @@ async function main(): Promise<void> {
   const settings = readSettings();
   const { defer, rest: notDefer } = splitDeferNames(settings.only);
   const bursts = !settings.only || settings.only.includes("burst");
-  const rest = notDefer?.filter((name) => name !== "burst");
+  const adPath = !settings.only || settings.only.includes("adpath");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -57,6 +60,7 @@ async function main(): Promise<void> {
     const burstRows: BurstReport[] = bursts
       ? await measureBursts({ red: host.red, completions, redis, endpoint, sha, settings, prefix, progress })
       : [];
+    const adRows = adPath ? await measureAdPath({ red: host.red, completions, redis, endpoint, settings, prefix, progress }) : [];
 
     console.log(machineLine(machine, postgres));
     if (rows.length > 0) {
@@ -80,6 +84,13 @@ async function main(): Promise<void> {
       console.log("");
       console.log(burstTable(burstRows));
       if (burstRows.some((r) => r.verdicts.failOpen + r.verdicts.errors + r.verdicts.overloaded > 0)) process.exitCode = 1;
+    }
+    if (adRows.length > 0) {
+      console.log("");
+      console.log("ad path: caps ad 3/day ⊂ campaign 10/week ⊂ category 5/hour (per ad_id, campaign_id, category); 50 candidate ads over 5 campaigns "
+        + "and 3 categories (58 counters) per check, 10,000 viewers; raw: redis-benchmark -P 1 EVALSHA of the same script with the same counters");
+      console.log("");
+      console.log(adPathTable(adRows));
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

@@ -3,7 +3,7 @@
 -- Counter hashes as in claim.lua. A member already counted in a cap's window is not added
 -- again: an event delivered twice counts once.
 -- KEYS[k]   the counter hash of record k
--- ARGV      per record: its entry's tail (6 bytes: member digest, token 0), n, then per cap:
+-- ARGV      per record: its entry's tail (the argument's last 6 bytes: member digest, token 0), n, then per cap:
 --           field, window ms, period start ms, reset ms
 -- Returns { now_ms, then per record and cap: the count after recording }
 -- @include counter_entries
@@ -16,7 +16,7 @@ local pos = 1
 local fields = {}
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail, n = ARGV[pos], tonumber(ARGV[pos + 1])
+  local tail, n = string.sub(ARGV[pos], -6), tonumber(ARGV[pos + 1])
   local digest = string.sub(tail, 1, 4)
   local at = pos + 2
   for i = 1, n do fields[i] = ARGV[at + (i - 1) * 4] end

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Node, NodeMessage } from "node-red";
 import { gateNodes, helper, type Msg } from "./support/nodeRed";
+import { connectAsync } from "mqtt";
 import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
 import quietHoursGate from "../src/nodes/quietHoursGate";
 
@@ -172,6 +173,60 @@ describe("examples/", function () {
       const bad = await post({ channel: "sms" });
       assert.equal(bad.status, 400);
       assert.match(JSON.stringify(await bad.json()), /recipient/);
+    });
+  });
+
+  describe("ad-eligibility.json in a real Node-RED process, over real MQTT and HTTP", () => {
+    const red = new NodeRedProcess(join(ROOT, "examples", "ad-eligibility.json"));
+    before(() => red.start());
+    after(async () => {
+      await red.stop();
+      red.cleanUp();
+    });
+
+    it("answers a bid request, and impressions published to the broker change the next answer (a repeated event counts once)", async () => {
+      // a recipient of this run's own: other suites may publish to the same broker topic
+      const viewer = `viewer-${Date.now()}-${Math.random().toString(16).slice(2)}`;
+      const candidates = [
+        { id: "ad1", ad_id: "ad1", campaign_id: "c1", category: "sports" },
+        { id: "ad2", ad_id: "ad2", campaign_id: "c1", category: "news" },
+      ];
+      const ask = async (body: unknown) => {
+        const res = await fetch(`${red.baseUrl}/eligibility`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        return { status: res.status, body: await res.json() as Record<string, Record<string, unknown>> };
+      };
+      const first = await ask({ recipient: viewer, candidates });
+      assert.equal(first.status, 200);
+      assert.deepEqual(first.body.eligible, { ad1: true, ad2: true });
+      assert.deepEqual(first.body.remaining, { ad1: 3, ad2: 3 });
+
+      const broker = await connectAsync("mqtt://127.0.0.1:1883", { clientId: `sendgate-test-${process.pid}-${Date.now()}` });
+      const publish = (eventId: string) => broker.publishAsync("ads/impressions", JSON.stringify({
+        event_id: `${viewer}-${eventId}`, recipient: viewer, ad_id: "ad1", campaign_id: "c1", category: "sports",
+      }), { qos: 1 });
+      const answerOnce = async (ready: (body: Record<string, Record<string, unknown>>) => boolean) => {
+        let answer = await ask({ recipient: viewer, candidates });
+        for (let t = 0; t < 100 && !ready(answer.body); t++) {
+          await new Promise((r) => setTimeout(r, 50));
+          answer = await ask({ recipient: viewer, candidates });
+        }
+        return answer.body;
+      };
+      try {
+        for (const id of ["e1", "e2", "e2"]) await publish(id);
+        const twice = await answerOnce((body) => body.remaining?.ad1 !== 3 && body.remaining?.ad1 !== 2);
+        assert.deepEqual(twice.remaining, { ad1: 1, ad2: 3 }, "e2 delivered twice counted once");
+        await publish("e3");
+        const full = await answerOnce((body) => body.eligible?.ad1 === false);
+        assert.deepEqual(full.eligible, { ad1: false, ad2: true }, "three distinct impressions fill ad1's day");
+        assert.deepEqual(full.remaining, { ad1: 0, ad2: 3 }, "ad2 shares campaign c1 (10 a week, 7 left) but its own 3 a day binds");
+        assert.equal((full.blocked?.ad1 as { cap_id: string }).cap_id, "ad-daily");
+      } finally {
+        await broker.endAsync();
+      }
+      const bad = await ask({ recipient: viewer, candidates: [{ id: "x" }, "not an object"] });
+      assert.equal(bad.status, 400);
+      assert.match(String(bad.body.error), /candidates\[1\]/);
     });
   });
 });

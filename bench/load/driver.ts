@@ -1,6 +1,11 @@
 import type { Node } from "node-red";
 import type { Completions } from "./completions";
-import type { MsgSource } from "./msgSource";
+import type { BenchMsg } from "./msgSource";
+
+/** Where a run's msgs come from: a MsgSource, or any other maker of msgs. */
+export interface MsgFeed {
+  next(): BenchMsg;
+}
 import { noVerdicts, tally, type Verdicts } from "./verdicts";
 
 export interface RunResult {
@@ -27,7 +32,7 @@ export interface DriveOptions {
  * arriving from I/O or from an upstream node (asyncMessageDelivery) would be,
  * rather than in the same microtask chain, which would starve timers and I/O.
  */
-export function drive(gate: Node, completions: Completions, source: MsgSource, options: DriveOptions): Promise<RunResult> {
+export function drive(gate: Node, completions: Completions, source: MsgFeed, options: DriveOptions): Promise<RunResult> {
   const { count, concurrency } = options;
   const stallMs = options.stallMs ?? 10_000;
   const latenciesMs = new Float64Array(count);

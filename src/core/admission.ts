@@ -235,8 +235,8 @@ export function quietAdmission(previous: unknown, untilMs: number, disposition: 
   };
 }
 
-/** An allowed verdict of a gate that claims nothing (quiet hours), with an optional reason (exempt). */
-export function allowedAdmission(previous: unknown, ctx: { gate: string; now: Date }, reason?: "exempt"): Admission {
+/** An allowed verdict of a gate that claims nothing (quiet hours, a check), with an optional reason (exempt, a failed store). */
+export function allowedAdmission(previous: unknown, ctx: { gate: string; now: Date }, reason?: "exempt" | "fail_open" | "overloaded"): Admission {
   const { claims, trail, deferral } = carried(previous);
   trail.push({ gate: ctx.gate, status: "allowed", ...(reason ? { reason } : {}), at: ctx.now.toISOString() });
   return { status: "allowed", gate: ctx.gate, claims, trail, ...deferral, ...(reason ? { reason } : {}) };

@@ -5,7 +5,8 @@ import type { CapRule } from "./rules";
 import type { Send } from "./send";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
-import type { ClaimOutcome, ClaimRequest, CounterSpec, RecordRequest } from "./stores/admissionStore";
+import type { Candidate } from "./candidates";
+import type { ClaimOutcome, ClaimRequest, CounterReading, CounterSpec, InspectRequest, RecordRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
 
 export type { FailMode } from "./storeAccess";
@@ -40,6 +41,20 @@ export type CapDecision =
   /** caps and attempt are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
   | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt };
 
+/** A check's answer for one candidate (or the msg's own send): SPEC §5 check mode. */
+export interface CheckVerdict {
+  eligible: boolean;
+  /** the fewest sends left over its caps; null when no cap applies */
+  remaining: number | null;
+  /** why it is not eligible: the cap that frees last, and when */
+  blocked?: { cap_id: string; retry_after_seconds: number | null };
+}
+
+export type CheckDecision =
+  | { kind: "checked"; verdicts: CheckVerdict[] }
+  | { kind: "exempt" }
+  | { kind: "fail_open"; error: StoreUnavailableError };
+
 export interface CapUsage {
   cap_id: string;
   name?: string;
@@ -57,10 +72,12 @@ export interface CapUsage {
 export class CapEngine {
   private readonly claims: Lane<ClaimRequest, ClaimOutcome>;
   private readonly records: Lane<RecordRequest, number[]>;
+  private readonly checks: Lane<InspectRequest, CounterReading[]>;
 
   constructor(private readonly options: CapEngineOptions) {
     this.claims = options.access.lane("claim", (store, items) => store.claim(items));
     this.records = options.access.lane("record", (store, items) => store.record(items));
+    this.checks = options.access.lane("check", (store, items) => store.inspect(items));
   }
 
   /** Exempt tiers (cap-config exemptTiers) are neither checked nor recorded. */
@@ -85,23 +102,52 @@ export class CapEngine {
 
   claim(send: Send): Promise<CapDecision> {
     if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
+    return this.underRules(send, (rules) => this.claimUnder(send, rules));
+  }
+
+  /**
+   * check mode (SPEC §5): how each candidate (or, without candidates, the
+   * send itself) stands against every cap that applies to it, all read in
+   * one store call, nothing claimed.
+   */
+  check(send: Send, candidates?: readonly Candidate[]): Promise<CheckDecision> {
+    if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
+    return this.underRules(send, (rules) => this.checkUnder(send, rules, candidates));
+  }
+
+  /** Runs `then` with the send's rules: at once when they are at hand (inline, a fresh cache entry), else once loaded. */
+  private underRules<D>(send: Send, then: (rules: readonly CapRule[]) => Promise<D | { kind: "fail_open"; error: StoreUnavailableError }>): Promise<D | { kind: "fail_open"; error: StoreUnavailableError }> {
     let rules: readonly CapRule[] | Promise<readonly CapRule[]>;
     try {
       rules = this.options.rules(send.org, send.channel);
     } catch (err) {
       return this.rulesFailed(send, err);
     }
-    // rules at hand (inline, or a fresh cache entry): no extra turn of the event loop
-    if (Array.isArray(rules)) return this.claimUnder(send, rules as readonly CapRule[]);
-    return (rules as Promise<readonly CapRule[]>).then((loaded) => this.claimUnder(send, loaded), (err: unknown) => this.rulesFailed(send, err));
+    if (Array.isArray(rules)) return then(rules as readonly CapRule[]);
+    return (rules as Promise<readonly CapRule[]>).then(then, (err: unknown) => this.rulesFailed(send, err));
   }
 
-  private rulesFailed(send: Send, err: unknown): Promise<CapDecision> {
+  private rulesFailed(send: Send, err: unknown): Promise<{ kind: "fail_open"; error: StoreUnavailableError }> {
     try {
       return Promise.resolve({ kind: "fail_open", error: this.options.access.failed(send.org, send.channel, err) });
     } catch (closed) {
       return Promise.reject(closed);
     }
+  }
+
+  private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
+    const subjects = candidates ? candidates.map((c) => this.capsFor(candidateSend(send, c), rules)) : [this.capsFor(send, rules)];
+    // candidates share caps (one campaign, one category): each counter is read once
+    const counters = new Map<string, ApplicableCap>();
+    for (const caps of subjects) for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
+    const unique = [...counters.values()];
+    const key = unique[0]?.key;
+    if (key === undefined) return Promise.resolve({ kind: "checked", verdicts: subjects.map(() => ({ eligible: true, remaining: null })) });
+    return this.options.access.decide(send.org, send.channel, this.checks, { key, counters: counterSpecs(unique) }).then((readings): CheckDecision => {
+      if (readings instanceof StoreUnavailableError) return { kind: "fail_open", error: readings };
+      const byField = new Map(unique.map((cap, i) => [cap.field, readings[i] as CounterReading]));
+      return { kind: "checked", verdicts: subjects.map((caps) => verdictOf(caps, byField)) };
+    });
   }
 
   private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
@@ -130,7 +176,11 @@ export class CapEngine {
     const all = rules.map((rule) => ({ ...rule, applies_to_categories: [], match: {} }));
     const caps = this.capsFor(send, all);
     const key = caps[0]?.key;
-    const counters = key === undefined ? [] : await this.options.access.callAdmin((store) => store.inspect(key, counterSpecs(caps)));
+    const counters = key === undefined ? [] : await this.options.access.callAdmin(async (store) => {
+      const [read] = await store.inspect([{ key, counters: counterSpecs(caps) }]);
+      if (read === undefined || read instanceof StoreUnavailableError) throw read ?? new StoreUnavailableError("error", "no answer");
+      return read;
+    });
     return caps.map((cap, i) => {
       const original = rules.find((r) => r.id === cap.rule.id) as CapRule;
       const counter = counters[i] as { count: number; retryAfterMs: number | null; full: boolean };
@@ -167,6 +217,35 @@ function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
     field: c.field, windowMs: c.windowMs, max: c.max,
     ...(c.resetAt !== undefined ? { startMs: c.startMs ?? 0, resetAt: c.resetAt } : {}),
   }));
+}
+
+/** A candidate as a send: the msg's own, with the candidate's attributes and category (one object shape, no spread per candidate). */
+function candidateSend(send: Send, candidate: Candidate): Send {
+  const category = candidate.category ?? send.category;
+  return {
+    recipient: send.recipient, channel: send.channel, messageId: send.messageId, org: send.org,
+    attributes: candidate.attributes, recipientLimits: send.recipientLimits,
+    ...(category !== undefined ? { category } : {}),
+    ...(send.tier !== undefined ? { tier: send.tier } : {}),
+    ...(send.timezone !== undefined ? { timezone: send.timezone } : {}),
+  };
+}
+
+/** One candidate against the readings of its caps. */
+function verdictOf(caps: readonly ApplicableCap[], readings: ReadonlyMap<string, CounterReading>): CheckVerdict {
+  if (caps.length === 0) return { eligible: true, remaining: null };
+  let remaining = Number.POSITIVE_INFINITY;
+  let binding: { cap: ApplicableCap; retryAfterMs: number | null } | undefined;
+  for (const cap of caps) {
+    const reading = readings.get(cap.field) as CounterReading;
+    remaining = Math.min(remaining, Math.max(0, cap.max - reading.count));
+    if (reading.count >= cap.max && (!binding || rank(reading.retryAfterMs) > rank(binding.retryAfterMs))) {
+      binding = { cap, retryAfterMs: cap.max <= 0 ? null : reading.retryAfterMs };
+    }
+  }
+  if (!binding) return { eligible: true, remaining };
+  const retry = binding.retryAfterMs === null ? null : Math.max(1, Math.ceil(binding.retryAfterMs / 1000));
+  return { eligible: false, remaining, blocked: { cap_id: binding.cap.rule.id, retry_after_seconds: retry } };
 }
 
 function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecision {

@@ -1,5 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
-import { capAdmission, carried } from "../core/admission";
+import { allowedAdmission, capAdmission, carried, failReason } from "../core/admission";
+import { parseCandidates } from "../core/candidates";
+import { checkAnswer } from "../core/checkAnswer";
 import { claimHolder, parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
@@ -12,7 +14,7 @@ import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
 
 const GATE = "frequency-cap-gate";
-const MODES = ["claim", "record", "release"] as const;
+const MODES = ["claim", "check", "record", "release"] as const;
 type Mode = (typeof MODES)[number];
 
 export type FrequencyCapGateDef = NodeDef & FieldProps & {
@@ -114,6 +116,21 @@ export default function register(RED: NodeAPI): void {
       send([msg, null, null]);
     }
 
+    /** check mode: eligibility of each candidate (or of the send), read in one store call; claims nothing, refuses nothing. */
+    async function check(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+      const candidates = parseCandidates((msg as { candidates?: unknown }).candidates);
+      const sendData = await readSend(msg, service, lineUp);
+      const decision = await service.engine.check(sendData, candidates);
+      const answer = checkAnswer(candidates, decision.kind === "checked" ? decision.verdicts : undefined);
+      Object.assign(msg, answer);
+      if (!("blocked" in answer)) delete (msg as { blocked?: unknown }).blocked;
+      const reason = decision.kind === "exempt" ? "exempt" : decision.kind === "fail_open" ? failReason(decision.error) : undefined;
+      msg.admission = allowedAdmission(msg.admission, { gate: GATE, now: new Date() }, reason);
+      if (decision.kind === "fail_open") status.failOpen();
+      else status.allowed();
+      send([msg, null, null]);
+    }
+
     async function release(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
       const { claims, trail } = carried(msg.admission);
       const raw = reader.read(msg);
@@ -130,6 +147,7 @@ export default function register(RED: NodeAPI): void {
       const service = config?.service;
       if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
       if (mode === "record") return record(msg, send, service, lineUp);
+      if (mode === "check") return check(msg, send, service, lineUp);
       if (mode === "release") return release(msg, send, service, lineUp);
       return claim(msg, send, service, lineUp);
     }

@@ -21,7 +21,7 @@ const GATES = ["suppression-gate", "frequency-cap-gate", "quiet-hours-gate"] as 
 const PALETTE_LABELS: Record<string, string> = { "suppression-gate": "suppress", "frequency-cap-gate": "freq cap", "quiet-hours-gate": "quiet hours" };
 /** an i18n key shown instead of its text: a key missing from the catalogs the editor loaded */
 const RAW_KEY = /(?:^|[\s"(])(?:cap-config|sendgate|frequency-cap-gate|suppression-gate|quiet-hours-gate|common\.label)\.[a-zA-Z][\w.]*/;
-const EXAMPLES = ["admission-chain", "frequency-cap-demo", "http-api-429", "quiet-hours"];
+const EXAMPLES = ["ad-eligibility", "admission-chain", "frequency-cap-demo", "http-api-429", "quiet-hours"];
 
 function helpFirstSentence(type: string): string {
   const html = readFileSync(join(ROOT, "nodes", "locales", "en-US", `${type}.html`), "utf8");

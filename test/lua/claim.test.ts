@@ -14,7 +14,7 @@ function entries(value: Buffer | null): { ts: number; digest: number; token: num
   return out;
 }
 
-/** lua/claim.lua, release.lua, record.lua and usage.lua run straight in Redis with EVAL, no store code in between. */
+/** lua/claim.lua, release.lua, record.lua, inspect.lua and suppression.lua run straight in Redis with EVAL, no store code in between. */
 describe("lua/claim.lua and its siblings in Redis", () => {
   let redis: Redis;
   let prefix: string;
@@ -127,14 +127,17 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     assert.deepEqual(entries(await redis.hgetBuffer(key(), "rec")).map((e) => e.token), [0, 0], "record entries belong to no claim attempt");
   });
 
-  it("usage.lua reads counts and waits without writing", async () => {
+  it("inspect.lua reads counts and waits of several recipients without writing", async () => {
     await claim(1, [["u", 60_000, 1]]);
     const before = await redis.hgetallBuffer(key());
-    const reply = (await redis.eval(luaScript("usage"), 1, key(), "u", 60_000, 1, 0, 0, "none", 60_000, 3, 0, 0)) as number[];
+    const reply = (await redis.eval(luaScript("inspect"), 2, key(), key("other"),
+      2, 60_000, 1, 0, 0, 60_000, 3, 0, 0, 2, "u", 1, "none", 2,
+      1, 60_000, 1, 0, 0, 1, "u", 1)) as number[];
     assert.equal(reply[1], 1);
     assert.ok(Number(reply[2]) > 59_000);
-    assert.deepEqual(reply.slice(3), [0, -1]);
+    assert.deepEqual(reply.slice(3), [0, -1, 0, -1]);
     assert.deepEqual(await redis.hgetallBuffer(key()), before);
+    assert.equal(await redis.exists(key("other")), 0);
   });
 
   it("suppression.lua answers several sends, with and without a mark, in order", async () => {

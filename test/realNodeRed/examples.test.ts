@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { connectAsync } from "mqtt";
 import { EditorComms } from "../support/editorComms";
 import { NodeRedProcess, nodeRedVersion, ROOT } from "../support/nodeRedProcess";
 
@@ -113,5 +114,30 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     assert.ok(Number(refused.headers.get("retry-after")) > 0);
     assert.equal(((await refused.json()) as { error: string }).error, "FREQUENCY_CAP_EXCEEDED");
     assert.equal((await post({ channel: "sms" })).status, 400);
+  }));
+
+  it("ad-eligibility: a bid request answered per candidate, impressions over MQTT counted once per event", withExample("ad-eligibility.json", async ({ red }) => {
+    const viewer = `nr-viewer-${process.pid}-${Date.now()}`;
+    const candidates = [{ id: "ad1", ad_id: "ad1", campaign_id: "c1", category: "sports" }, { id: "ad2", ad_id: "ad2", campaign_id: "c1", category: "news" }];
+    const ask = async () => {
+      const res = await fetch(`${red.baseUrl}/eligibility`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recipient: viewer, candidates }) });
+      assert.equal(res.status, 200);
+      return (await res.json()) as { eligible: Record<string, boolean>; remaining: Record<string, number> };
+    };
+    assert.deepEqual((await ask()).eligible, { ad1: true, ad2: true });
+    const broker = await connectAsync("mqtt://127.0.0.1:1883", { clientId: `sendgate-nr-${process.pid}-${Date.now()}` });
+    try {
+      for (const event of ["e1", "e2", "e2", "e3"]) {
+        await broker.publishAsync("ads/impressions", JSON.stringify({ event_id: `${viewer}-${event}`, recipient: viewer, ad_id: "ad1", campaign_id: "c1", category: "sports" }), { qos: 1 });
+      }
+    } finally {
+      await broker.endAsync();
+    }
+    let answer = await ask();
+    for (let i = 0; i < 100 && answer.eligible.ad1 !== false; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      answer = await ask();
+    }
+    assert.deepEqual(answer.eligible, { ad1: false, ad2: true }, "three distinct impressions (one sent twice) fill ad1's day");
   }));
 });

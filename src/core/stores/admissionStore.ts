@@ -56,6 +56,12 @@ export type ReleaseRequest =
   | { kind: "cap"; key: string; member: string; token: number; fields: readonly string[] }
   | { kind: "mark"; key: string; member: string };
 
+/** Read-only: how full some counters of one recipient are (check mode, admin usage). */
+export interface InspectRequest {
+  key: string;
+  counters: readonly CounterSpec[];
+}
+
 export interface CounterReading {
   count: number;
   /** ms until a slot frees; null when a slot is free now, or never frees (max 0) */
@@ -119,8 +125,8 @@ export interface AdmissionStore {
   /** Gives back claims; answers how many entries (or marks) each still held. */
   release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]>;
   checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]>;
-  /** Read-only: each counter's count in its window and the wait until it has a free slot. */
-  inspect(key: string, counters: readonly CounterSpec[]): Promise<CounterReading[]>;
+  /** Read-only: each counter's count in its window and the wait until it has a free slot; claims nothing. */
+  inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]>;
   /** Writes (or, without entry, removes) block-list entries. */
   writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void>;
   /** One page of an org's block-list index; cursor "0" starts and ends. */

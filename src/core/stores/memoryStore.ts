@@ -1,5 +1,5 @@
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, RecordRequest, ReleaseRequest,
+  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite,
 } from "./admissionStore";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
@@ -93,13 +93,15 @@ export class MemoryStore implements AdmissionStore {
     return checks.map((check) => this.checkOne(check));
   }
 
-  async inspect(key: string, specs: readonly CounterSpec[]): Promise<CounterReading[]> {
+  async inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]> {
     const now = this.clock();
-    const hash = this.liveCounters(key, now);
-    return specs.map((spec) => {
-      const { times } = readCounter(hash?.fields.get(spec.field), spec, now, -1);
-      const full = times.length >= spec.max;
-      return { count: times.length, full, retryAfterMs: full ? freeInMs(spec, times, now) : null };
+    return requests.map((request) => {
+      const hash = this.liveCounters(request.key, now);
+      return request.counters.map((spec) => {
+        const { times } = readCounter(hash?.fields.get(spec.field), spec, now, -1);
+        const full = times.length >= spec.max;
+        return { count: times.length, full, retryAfterMs: full ? freeInMs(spec, times, now) : null };
+      });
     });
   }
 

@@ -1,6 +1,6 @@
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, RecordRequest, ReleaseRequest,
+  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite,
 } from "./admissionStore";
 import { entryTail, RECORD_TOKEN } from "./counterEntry";
@@ -18,7 +18,7 @@ type ScriptCall = (numKeys: number, ...keysAndArgs: Arg[]) => Promise<unknown[]>
 /** The scripts this store calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
 interface ScriptCommands {
   sendgateClaim: ScriptCall;
-  sendgateUsage: ScriptCall;
+  sendgateInspect: ScriptCall;
   sendgateRecord: ScriptCall;
   sendgateRelease: ScriptCall;
   sendgateSuppression: ScriptCall;
@@ -61,7 +61,7 @@ function createClient(options: RedisStoreOptions): RedisClient {
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
 }
 
-/** Per counter: field, window, max, period start, reset (what claim.lua and usage.lua read). */
+/** Per counter: field, window, max, period start, reset (what claim.lua and inspect.lua read). */
 function counterArgs(spec: CounterSpec): Arg[] {
   return [spec.field, spec.windowMs, spec.max, spec.startMs ?? 0, spec.resetAt ?? 0];
 }
@@ -113,6 +113,38 @@ const releaseBatch: ScriptBatch<ReleaseRequest, number> = {
   read: (reply) => reply.map(Number),
 };
 
+/** inspect.lua's arguments of one recipient: each distinct cap's limits once, then each counter's field and cap. */
+function inspectArgs(r: InspectRequest): Arg[] {
+  const caps = new Map<string, number>();
+  const limits: Arg[] = [];
+  const counters: Arg[] = [];
+  for (const c of r.counters) {
+    const limit = `${c.windowMs}|${c.max}|${c.startMs ?? 0}|${c.resetAt ?? 0}`;
+    let index = caps.get(limit);
+    if (index === undefined) {
+      caps.set(limit, (index = caps.size + 1));
+      limits.push(c.windowMs, c.max, c.startMs ?? 0, c.resetAt ?? 0);
+    }
+    counters.push(c.field, index);
+  }
+  return [caps.size, ...limits, r.counters.length, ...counters];
+}
+
+const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
+  call: "sendgateInspect",
+  keysOf: (r) => [r.key],
+  argsOf: inspectArgs,
+  read: (reply, items) => {
+    let at = 1;
+    return items.map((r) => r.counters.map(() => {
+      const count = Number(reply[at]);
+      const retry = Number(reply[at + 1]);
+      at += 2;
+      return { count, retryAfterMs: retry >= 0 ? retry : null, full: retry !== -1 };
+    }));
+  },
+};
+
 const suppressionBatch: ScriptBatch<SuppressionCheck, SuppressionOutcome> = {
   call: "sendgateSuppression",
   keysOf: (c) => (c.markKey === undefined ? [c.listKey] : [c.listKey, c.markKey]),
@@ -152,7 +184,7 @@ export class RedisStore implements AdmissionStore {
     this.client = createClient(options);
     this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
     this.client.defineCommand("sendgateRecord", { lua: luaScript("record") });
-    this.client.defineCommand("sendgateUsage", { lua: luaScript("usage") });
+    this.client.defineCommand("sendgateInspect", { lua: luaScript("inspect") });
     this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
@@ -184,14 +216,8 @@ export class RedisStore implements AdmissionStore {
     return this.batch(suppressionBatch, checks);
   }
 
-  async inspect(key: string, specs: readonly CounterSpec[]): Promise<CounterReading[]> {
-    if (specs.length === 0) return [];
-    await this.usable();
-    const reply = await this.scripts.sendgateUsage(1, key, ...specs.flatMap(counterArgs));
-    return specs.map((_, i) => {
-      const retry = Number(reply[2 + i * 2]);
-      return { count: Number(reply[1 + i * 2]), retryAfterMs: retry >= 0 ? retry : null, full: retry !== -1 };
-    });
+  inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]> {
+    return this.batch(inspectBatch, requests);
   }
 
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {

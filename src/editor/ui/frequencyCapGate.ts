@@ -5,7 +5,7 @@ import type { EditorNode, Validator } from "./red";
 import { prepareFieldInputs } from "./sendFields";
 
 const TYPE = "frequency-cap-gate";
-const AVAILABLE_MODES = ["claim", "record", "release"];
+const AVAILABLE_MODES = ["claim", "check", "record", "release"];
 const own = nodeTexts(TYPE);
 
 const mode: Validator = function (value, opt) {
@@ -34,10 +34,10 @@ export const frequencyCapGate = {
     if (!this.mode) $("#node-input-mode").val("claim");
     showDefault(this, "deferMax", 21600);
     showDefault(this, "jitter", 900);
-    // record and release never skip nor defer, and release reads no send (only msg.admission.claims)
+    // check, record and release never skip nor defer, and release reads no send (only msg.admission.claims)
     $("#node-input-mode").on("change", function () {
       const chosen = String($(this).val() || "claim");
-      $(".frequency-cap-gate-claim-only").toggle(chosen === "claim" || chosen === "check");
+      $(".frequency-cap-gate-claim-only").toggle(chosen === "claim");
       $(".frequency-cap-gate-send-fields").toggle(chosen !== "release");
       $(".frequency-cap-gate-release-tip").toggle(chosen === "release");
     });

@@ -1,0 +1,154 @@
+import type { Node } from "node-red";
+import type Redis from "ioredis";
+import { luaScript } from "../../src/core/stores/luaScripts";
+import type { Completions } from "../load/completions";
+import { drive, type MsgFeed } from "../load/driver";
+import type { BenchMsg } from "../load/msgSource";
+import { seededRandom } from "../load/random";
+import { deployGate } from "../nodeRed/deploy";
+import type { EmbeddedRed } from "../nodeRed/embeddedRed";
+import type { RedisEndpoint } from "../redis/endpoint";
+import { dropKeys } from "../redis/keys";
+import { redisBenchmarkEvalsha } from "../redis/rawEvalsha";
+import type { BenchSettings } from "../settings";
+import { summarize } from "../stats";
+import { adFlow, candidates } from "./adFlow";
+
+export interface AdPathRow {
+  path: string;
+  /** what was measured */
+  how: string;
+  perSec: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  /** redis-benchmark -P 1 of the very script call this row makes */
+  rawPerSec: number;
+  failOpen: number;
+}
+
+export interface AdPathContext {
+  red: EmbeddedRed;
+  completions: Completions;
+  redis: Redis;
+  endpoint: RedisEndpoint;
+  settings: BenchSettings;
+  prefix: string;
+  progress: (text: string) => void;
+}
+
+const CANDIDATES = 50;
+const RAND = "__rand_int__";
+
+/** A check msg: a bid request for one of `viewers` users over the same 50 candidate ads. */
+function checkSource(tag: string, viewers: number, seed: number): MsgFeed {
+  const random = seededRandom(seed);
+  const ads = candidates(CANDIDATES);
+  let issued = 0;
+  return {
+    next: () => {
+      const id = `${tag}-${issued++}`;
+      return { _msgid: id, messageId: id, recipient: `v${Math.floor(random() * viewers)}`, channel: "in_app", payload: "bid", candidates: ads } as BenchMsg;
+    },
+  };
+}
+
+/** An impression event of one of the 50 ads to one of `viewers` users. */
+function impressionSource(tag: string, viewers: number, seed: number): MsgFeed {
+  const random = seededRandom(seed);
+  const ads = candidates(CANDIDATES);
+  let issued = 0;
+  return {
+    next: () => {
+      const id = `${tag}-${issued++}`;
+      const ad = ads[Math.floor(random() * ads.length)] as (typeof ads)[number];
+      return { _msgid: id, messageId: id, recipient: `v${Math.floor(random() * viewers)}`, channel: "in_app", payload: "impression", attributes: ad } as BenchMsg;
+    },
+  };
+}
+
+/**
+ * Open loop: `rate` msgs a second for `count` msgs, each sent on its own
+ * schedule whatever the ones before are doing; latency is send to done().
+ */
+async function openLoop(gate: Node, completions: Completions, feed: MsgFeed, rate: number, count: number): Promise<Float64Array> {
+  const latencies = new Float64Array(count);
+  let completed = 0;
+  const began = performance.now();
+  await new Promise<void>((resolve) => {
+    let sent = 0;
+    const tick = (): void => {
+      const due = Math.min(count, Math.floor(((performance.now() - began) / 1000) * rate) + 1);
+      while (sent < due) {
+        const slot = sent++;
+        const msg = feed.next();
+        const at = performance.now();
+        completions.expect(msg._msgid, () => {
+          latencies[slot] = performance.now() - at;
+          if (++completed === count) resolve();
+        });
+        gate.receive(msg);
+      }
+      if (sent < count) setTimeout(tick, 1);
+    };
+    tick();
+  });
+  return latencies;
+}
+
+/** redis-benchmark -P 1 on the script call a row makes, with random users (and members). */
+async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPrefix: string): Promise<number> {
+  const sha = await ctx.redis.script("LOAD", luaScript(script)) as string;
+  const key = `${keyPrefix}:{default|v${RAND}}:c`;
+  const ads = candidates(CANDIDATES);
+  // inspect.lua: the three caps' limits once, then each of the 58 counters and its cap (as the store sends them)
+  const fields = [...new Set([
+    ...ads.map((a) => `ad-daily:${a.ad_id}|1`),
+    ...ads.map((a) => `campaign-weekly:${a.campaign_id}|2`),
+    ...ads.map((a) => `category-hourly:${a.category}|3`),
+  ])].flatMap((entry) => entry.split("|"));
+  const args = script === "inspect"
+    ? [sha, "1", key, "3", "86400000", "3", "0", "0", "604800000", "10", "0", "0", "3600000", "5", "0", "0", String(fields.length / 2), ...fields]
+    : [sha, "1", key, `e-${RAND}`, "3", "ad-daily:ad7", "86400000", "0", "0", "campaign-weekly:c2", "604800000", "0", "0", "category-hourly:news", "3600000", "0", "0"];
+  try {
+    return await redisBenchmarkEvalsha(ctx.endpoint, { args, requests: ctx.settings.rawRequests, clients: ctx.settings.rawClients, keyspace: 10_000 });
+  } finally {
+    await dropKeys(ctx.redis, keyPrefix);
+  }
+}
+
+/**
+ * The ad-serving rows (SPEC §5): `check` of 50 candidates at 1,000 requests/s
+ * (open loop: p50 / p99) and as fast as it goes (64 in flight), and `record`
+ * of impressions as fast as it goes; each beside the raw rate of its script.
+ */
+export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
+  const { settings, prefix, progress } = ctx;
+  const keyPrefix = `${prefix}-ad`;
+  const flow = adFlow("ad", settings.redisUrl, keyPrefix);
+  const { gate: checker } = await deployGate(ctx.red, flow);
+  const recorder = ctx.red.nodes.getNode(flow.recorderId) as Node;
+  const viewers = 10_000;
+  const rows: AdPathRow[] = [];
+  try {
+    progress("ad path: recording impressions, 64 in flight");
+    const impressions = impressionSource(`${keyPrefix}-i`, viewers, settings.seed);
+    await drive(recorder, ctx.completions, impressions, { count: Math.min(5_000, settings.msgs), concurrency: 64 });
+    const record = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 64 });
+    const recordRaw = await rawRate(ctx, "record", `${prefix}-ad-raw-record`);
+    rows.push({ path: "record (3 caps)", how: "64 in flight", perSec: record.msgs / (record.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: record.verdicts.failOpen });
+
+    progress("ad path: check of 50 candidates at 1,000 requests/s");
+    const checks = checkSource(`${keyPrefix}-c`, viewers, settings.seed + 1);
+    await openLoop(checker, ctx.completions, checks, 1_000, 1_000);
+    const paced = summarize(await openLoop(checker, ctx.completions, checks, 1_000, 5_000));
+    const checkRaw = await rawRate(ctx, "inspect", `${prefix}-ad-raw-check`);
+    rows.push({ path: "check (50 candidates)", how: "1,000 requests/s, open loop", perSec: 1_000, p50Ms: paced.p50, p99Ms: paced.p99, rawPerSec: checkRaw, failOpen: 0 });
+    progress("ad path: check of 50 candidates, as fast as it goes");
+    const flat = await drive(checker, ctx.completions, checks, { count: Math.min(settings.msgs, 20_000), concurrency: 64 });
+    const flatLatency = summarize(flat.latenciesMs);
+    rows.push({ path: "check (50 candidates)", how: "64 in flight (max rate)", perSec: flat.msgs / (flat.elapsedMs / 1000), p50Ms: flatLatency.p50, p99Ms: flatLatency.p99, rawPerSec: checkRaw, failOpen: flat.verdicts.failOpen });
+  } finally {
+    await dropKeys(ctx.redis, keyPrefix);
+  }
+  return rows;
+}
