@@ -238,12 +238,12 @@ for (const store of ["memory", "redis"] as const) {
     });
 
     it("refuses a mode this version does not have, and keeps saying so in its status", async () => {
-      const flow = await deployGateFlow({ store, config: config(), gate: { mode: "check" }, rules: [] });
+      const flow = await deployGateFlow({ store, config: config(), gate: { mode: "estimate" }, rules: [] });
       const shown: NodeStatus[] = [];
       const original = flow.gate.status.bind(flow.gate);
       flow.gate.status = (s: string | NodeStatus) => { if (typeof s !== "string") shown.push(s); original(s); };
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "1" }]);
-      assert.match(String((flow.out.of("caught")[0]?.error as { message: string }).message), /mode: "check" is not available/);
+      assert.match(String((flow.out.of("caught")[0]?.error as { message: string }).message), /mode: "estimate" is not available/);
       await new Promise((r) => setTimeout(r, 400));
       assert.ok(shown.every((s) => s.fill === "red"), JSON.stringify(shown));
     });
