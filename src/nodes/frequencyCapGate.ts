@@ -6,6 +6,7 @@ import { claimHolder, parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
+import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { releaseHeldMsgs, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
@@ -35,7 +36,7 @@ export default function register(RED: NodeAPI): void {
     const mode = (def.mode || "claim") as Mode;
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     const reader = new SendReader(RED, node, def);
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
 
     let deferMaxMs = 0;
     let jitterMs = 0;
@@ -54,7 +55,7 @@ export default function register(RED: NodeAPI): void {
     if (problem) {
       // a cap-config's own problem is already logged by it; a gate logs its own
       if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem.message.slice(0, 80));
+      status.broken(problem);
     }
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
