@@ -2,6 +2,7 @@ import Redis from "ioredis";
 import { Completions } from "./load/completions";
 import { measureAdPath } from "./adPath/measureAdPath";
 import { measureBursts } from "./burst/measureBursts";
+import { measureCore } from "./core/measureCore";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { describeMachine } from "./machine";
 import { measureAll } from "./measureAll";
@@ -15,6 +16,7 @@ import { countKeys, dropKeys, runPrefix } from "./redis/keys";
 import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } from "./report/summary";
 import { adPathTable } from "./report/adPathTable";
 import { burstTable, type BurstReport } from "./report/burstTable";
+import { coreTables } from "./report/coreTable";
 import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
 import { scenarios } from "./scenarios";
@@ -30,7 +32,8 @@ async function main(): Promise<void> {
   const { defer, rest: notDefer } = splitDeferNames(settings.only);
   const bursts = !settings.only || settings.only.includes("burst");
   const adPath = !settings.only || settings.only.includes("adpath");
-  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath");
+  const core = !settings.only || settings.only.includes("core");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -61,6 +64,7 @@ async function main(): Promise<void> {
       ? await measureBursts({ red: host.red, completions, redis, endpoint, sha, settings, prefix, progress })
       : [];
     const adRows = adPath ? await measureAdPath({ red: host.red, completions, redis, endpoint, settings, prefix, progress }) : [];
+    const coreRows = core ? await measureCore(settings, progress) : undefined;
 
     console.log(machineLine(machine, postgres));
     if (rows.length > 0) {
@@ -91,6 +95,14 @@ async function main(): Promise<void> {
         + "and 3 categories (58 counters) per check, 10,000 viewers; raw: redis-benchmark -P 1 EVALSHA of the same script with the same counters");
       console.log("");
       console.log(adPathTable(adRows));
+    }
+    if (coreRows) {
+      console.log("");
+      console.log(`core: claims straight through CapService (no Node-RED), ${100} in flight, 20,000 recipients, Redis ${coreRows.redisVersion} of the bench's own (INFO deltas are this run's); `
+        + "rate-limiter-flexible: one RateLimiterRedis per cap, consumed in turn; median of 3 interleaved rounds");
+      console.log("");
+      console.log(coreTables(coreRows));
+      if (coreRows.equal.core.overCap + coreRows.tiered.core.overCap > 0) process.exitCode = 1;
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

@@ -19,7 +19,7 @@ export interface BenchSettings {
   databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
-  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `adpath` the check / record rows */
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `adpath` the check / record rows, `core` the Redis-cost rows */
   only?: string[];
   /** msgs deferred and released per defer row (the gate row sends each of its recipients two, so twice this many in all) */
   deferMsgs: number;
@@ -29,6 +29,8 @@ export interface BenchSettings {
   bursts: number[];
   /** caps of the burst rows */
   burstCaps: number;
+  /** the largest recipient count of the core scale rows (one claim each) */
+  coreMillion: number;
 }
 
 function sizes(name: string, fallback: number[]): number[] {
@@ -70,6 +72,7 @@ export function readSettings(): BenchSettings {
     deferConcurrency: whole("BENCH_DEFER_CONCURRENCY", 256, 1),
     bursts: sizes("BENCH_BURSTS", [10_000, 100_000]),
     burstCaps: whole("BENCH_BURST_CAPS", 3, 1),
+    coreMillion: whole("BENCH_CORE_MILLION", 1_000_000, 1),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };
 }

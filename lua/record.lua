@@ -3,46 +3,45 @@
 -- Counter hashes as in claim.lua. A member already counted in a cap's window is not added
 -- again: an event delivered twice counts once.
 -- KEYS[k]   the counter hash of record k
--- ARGV      per record: its entry's tail (the argument's last 6 bytes: member digest, token 0), n, then per cap:
---           field, window ms, period start ms, reset ms
+-- ARGV      the limits the records share (readLimits; max unused), then per record: its entry's
+--           tail as a number (member digest × 65536), n, then per cap: field, limit index
 -- Returns { now_ms, then per record and cap: the count after recording }
 -- @include counter_entries
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local stamp = struct.pack('>I6', now)
+local stamp = stampOf(now)
+local limits, pos = readLimits(now)
 
 local out = { now }
-local pos = 1
-local fields = {}
+local fields, caps = {}, {}
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail, n = string.sub(ARGV[pos], -6), tonumber(ARGV[pos + 1])
+  local tail, n = struct.pack('>I6', tonumber(ARGV[pos])), tonumber(ARGV[pos + 1])
   local digest = string.sub(tail, 1, 4)
-  local at = pos + 2
-  for i = 1, n do fields[i] = ARGV[at + (i - 1) * 4] end
-  fields[n + 1] = EXPIRY
-  local values = redis.call('HMGET', key, unpack(fields, 1, n + 1))
+  pos = pos + 2
+  for i = 1, n do
+    fields[i], caps[i] = ARGV[pos], limits[tonumber(ARGV[pos + 1])]
+    pos = pos + 2
+  end
+  local values = redis.call('HMGET', key, unpack(fields, 1, n))
   local writes = {}
   local needed = 0
   for i = 1, n do
-    local window, start, reset = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
-    at = at + 4
+    local cap = caps[i]
     local v = values[i] or ''
-    local from, keepFrom, until_ = bounds(now, window, start, reset)
-    local keepAt = firstFrom(v, keepFrom)
-    local countAt = from > keepFrom and firstFrom(v, from) or keepAt
+    local keepAt = firstFrom(v, cap.keepFrom, now)
+    local countAt = cap.from > cap.keepFrom and firstFrom(v, cap.from, now) or keepAt
     local kept = keepAt > 1 and string.sub(v, keepAt) or v
     local count = (#v - countAt + 1) / ENTRY
-    if not findEntry(v, countAt, digest, 6) then
+    if not findEntry(v, countAt, digest, STAMP) then
       kept = kept .. stamp .. tail
       count = count + 1
     end
     writes[#writes + 1] = fields[i]
     writes[#writes + 1] = kept
-    if until_ > needed then needed = until_ end
+    if cap.until_ > needed then needed = cap.until_ end
     out[#out + 1] = count
   end
-  pos = at
-  if n > 0 then writeCounters(key, writes, values[n + 1], needed) end
+  if n > 0 then writeCounters(key, writes, now, needed) end
 end
 return out

@@ -2,7 +2,7 @@
 -- chain, or whose provider failed, consumes nothing).
 -- KEYS[k]   a counter hash (claim.lua) or a duplicate-content mark (suppression.lua)
 -- ARGV      per item: "c", tail, n, fields...  removes the entries this very attempt added
---                     (tail: 6 bytes, member digest and attempt token) from the named caps
+--                     (tail: member digest × 65536 + attempt token) from the named caps
 --           or        "m", member             deletes the mark if this member made it
 -- Returns { per item: how many claims were given back }. A mark or entry of another msg,
 -- or of another attempt of the same msg, is left alone.
@@ -16,7 +16,7 @@ for k = 1, #KEYS do
     if redis.call('GET', key) == ARGV[pos + 1] then given = redis.call('DEL', key) end
     pos = pos + 2
   else
-    local tail, n = ARGV[pos + 1], tonumber(ARGV[pos + 2])
+    local tail, n = struct.pack('>I6', tonumber(ARGV[pos + 1])), tonumber(ARGV[pos + 2])
     local fields = {}
     for i = 1, n do fields[i] = ARGV[pos + 2 + i] end
     pos = pos + 3 + n
@@ -25,12 +25,12 @@ for k = 1, #KEYS do
       local v = values[i]
       if v then
         local left, p, removed = {}, 1, 0
-        local at = findEntry(v, p, tail, 6)
+        local at = findEntry(v, p, tail, STAMP)
         while at do
           left[#left + 1] = string.sub(v, p, at - 1)
           removed = removed + 1
           p = at + ENTRY
-          at = findEntry(v, p, tail, 6)
+          at = findEntry(v, p, tail, STAMP)
         end
         if removed > 0 then
           left[#left + 1] = string.sub(v, p)

@@ -106,9 +106,10 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
     ...ads.map((a) => `campaign-weekly:${a.campaign_id}|2`),
     ...ads.map((a) => `category-hourly:${a.category}|3`),
   ])].flatMap((entry) => entry.split("|"));
+  const limits = ["3", "86400000", "3", "0", "0", "604800000", "10", "0", "0", "3600000", "5", "0", "0"];
   const args = script === "inspect"
-    ? [sha, "1", key, "3", "86400000", "3", "0", "0", "604800000", "10", "0", "0", "3600000", "5", "0", "0", String(fields.length / 2), ...fields]
-    : [sha, "1", key, `e-${RAND}`, "3", "ad-daily:ad7", "86400000", "0", "0", "campaign-weekly:c2", "604800000", "0", "0", "category-hourly:news", "3600000", "0", "0"];
+    ? [sha, "1", key, ...limits, String(fields.length / 2), ...fields]
+    : [sha, "1", key, ...limits, RAND, "3", "ad-daily:ad7", "1", "campaign-weekly:c2", "2", "category-hourly:news", "3"];
   try {
     return await redisBenchmarkEvalsha(ctx.endpoint, { args, requests: ctx.settings.rawRequests, clients: ctx.settings.rawClients, keyspace: 10_000 });
   } finally {

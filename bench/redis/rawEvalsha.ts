@@ -20,15 +20,16 @@ export interface RawRun {
 
 /**
  * The arguments of one claim as the Redis store sends them (numkeys 1, the
- * recipient's counter hash `<prefix>:{<org>|<recipient>}:c`, the entry's tail,
- * the cap count, then per cap: field, window ms, max, and 0, 0 for these
- * rolling caps), with a random recipient and member. lua/claim.lua reads the
- * tail's last 6 bytes: here 6 random digits, as good as a digest of a
- * messageId and an attempt token.
+ * recipient's counter hash `<prefix>:{<org>|<recipient>}:c`, the limits table:
+ * per cap window ms, max, and 0, 0 for these rolling caps; then the entry's
+ * tail, the cap count, and per cap its field and limit), with a random
+ * recipient and member: the entry's tail (digest × 65536 + token) is a
+ * random number, as good as a digest of a messageId and an attempt token.
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
-  const caps = rules.flatMap((rule) => [rule.id, String(rule.window_seconds * 1000), String(rule.max_count), "0", "0"]);
-  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, `m-${RAND}`, String(rules.length), ...caps];
+  const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0", "0"]);
+  const caps = rules.flatMap((rule, i) => [rule.id, String(i + 1)]);
+  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, String(rules.length), ...limits, RAND, String(rules.length), ...caps];
 }
 
 /** Calls the script once with the placeholders filled, so a wrong call fails here, not as N silent errors. */

@@ -1,16 +1,28 @@
 -- Shared by the counter scripts (included where they say "-- @include counter_entries").
--- A counter is a field of the recipient's hash: packed entries, oldest first, 12 bytes each:
--- ts ms (6 bytes), member digest (4), attempt token (2).
-local ENTRY, EXPIRY = 12, '!'
+-- A counter is a field of the recipient's hash: packed entries, oldest first, 11 bytes each:
+-- ts (5 bytes: ms modulo 2^40, about 34.8 years), member digest (4), attempt token (2).
+local ENTRY, STAMP = 11, 5
+local WRAP = 1099511627776
 -- calendar entries are kept this much longer than their period: msgs in other zones may still count them
 local ZONE_SPREAD = 27 * 3600000
 local GRACE = 60000
 local unpackEntry = struct.unpack
 
+-- the ts of an entry written at `now`
+local function stampOf(now)
+  return struct.pack('>I5', now % WRAP)
+end
+
+-- the time of the entry at offset p: the instant at or before `now` its ts names (no entry
+-- is kept anywhere near 34.8 years, so the wrap is never ambiguous)
+local function entryTime(v, p, now)
+  return now - (now % WRAP - unpackEntry('>I5', v, p)) % WRAP
+end
+
 -- the offset (1-based) of the first entry at or after `at`, or #v + 1
-local function firstFrom(v, at)
+local function firstFrom(v, at, now)
   local p = 1
-  while p <= #v and unpackEntry('>I6', v, p) < at do p = p + ENTRY end
+  while p <= #v and entryTime(v, p, now) < at do p = p + ENTRY end
   return p
 end
 
@@ -31,17 +43,25 @@ local function bounds(now, window, start, reset)
   return now - window + 1, now - window + 1, now + window
 end
 
--- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with slack,
--- so the next writes need not extend it again)
-local function writeCounters(key, writes, expiryValue, needed)
-  local expiry = tonumber(expiryValue) or 0
-  if needed + GRACE > expiry then
-    expiry = needed + 2 * GRACE
-    writes[#writes + 1] = EXPIRY
-    writes[#writes + 1] = expiry
-    redis.call('HSET', key, unpack(writes))
-    redis.call('PEXPIREAT', key, expiry)
-  else
-    redis.call('HSET', key, unpack(writes))
+-- the limits a call's counters share, from ARGV[1] on: c, then per limit: window ms, max,
+-- period start ms (calendar caps), reset ms (calendar caps; 0 for rolling). Returns them
+-- (1-based, with their bounds at `now`) and the ARGV position after them.
+local function readLimits(now)
+  local c = tonumber(ARGV[1])
+  local limits = {}
+  for j = 1, c do
+    local at = 2 + (j - 1) * 4
+    local window, max, start, reset = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+    local from, keepFrom, until_ = bounds(now, window, start, reset)
+    limits[j] = { window = window, max = max, reset = reset, from = from, keepFrom = keepFrom, until_ = until_ }
   end
+  return limits, 2 + 4 * c
+end
+
+-- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
+-- minute of slack, so the next writes need not extend it again)
+local function writeCounters(key, writes, now, needed)
+  redis.call('HSET', key, unpack(writes))
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 or now + ttl < needed + GRACE then redis.call('PEXPIRE', key, needed + 2 * GRACE - now) end
 end

@@ -14,6 +14,7 @@ import type { AdmissionStore } from "./stores/admissionStore";
 import { loadSnapshot } from "./stores/memoryPersistence";
 import { writeTextFile } from "./stores/jsonFile";
 import { MemoryStore } from "./stores/memoryStore";
+import { migrateLegacyCounters } from "./stores/legacyMigration";
 import { RedisStore } from "./stores/redisStore";
 import { clusterSeeds } from "./stores/redisConnection";
 import Redis, { Cluster } from "ioredis";
@@ -104,7 +105,7 @@ function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, en
     return store;
   }
   let lastError = "";
-  return new RedisStore({
+  const store = new RedisStore({
     url: settings.redisUrl,
     ...(settings.store === "redis-cluster" ? { clusterNodes: settings.redisNodes } : {}),
     ...(secrets.redisPassword ? { password: secrets.redisPassword } : {}),
@@ -114,6 +115,13 @@ function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, en
       lastError = err.message;
     },
   });
+  store.client.once("ready", () => {
+    migrateLegacyCounters(store.client, settings.keyPrefix).then(
+      (moved) => { if (moved > 0) log.warn(`redis store: moved ${moved} counters of version 0.1 under "${settings.keyPrefix}" to the 0.2 layout`); },
+      (err: Error) => log.warn(`redis store: moving the counters of version 0.1 failed (they will be tried again at the next start): ${err.message}`),
+    );
+  });
+  return store;
 }
 
 /** Another connection to the store's Redis (pub/sub needs its own), for rule changes between instances. */

@@ -29,7 +29,7 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | u
   const base = recipientKeyBase(owner.keyPrefix, owner.org, owner.recipientToken);
   if (c.kind === "cap") {
     const fields = c.fields;
-    if (c.key !== `${base}:c` || !isToken(c.token) || !Array.isArray(fields) || !fields.every((f) => typeof f === "string" && f !== "!")) return undefined;
+    if (c.key !== `${base}:c` || !isToken(c.token) || !Array.isArray(fields) || !fields.every((f) => typeof f === "string")) return undefined;
     return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[] };
   }
   if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) return { kind: "mark", key: c.key, member: c.member };

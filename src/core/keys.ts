@@ -48,7 +48,7 @@ export function capCounterKey(prefix: string, org: string, recipient: string): s
 /**
  * `<cap_id>[:<per values>]`: one cap's counter in the recipient's hash. The
  * parts are encoded, so `:` only separates them and two different (cap, per
- * values) never share a field; nor can one be "!", the hash's own expiry.
+ * values) never share a field.
  */
 export function capCounterField(capId: string, perValues: readonly string[]): string {
   let field = encodeKeyPart(capId);

@@ -5,11 +5,13 @@ import { dropPrefix, redisClient, uniquePrefix } from "../support/redis";
 
 type Cap = [field: string, windowMs: number, max: number, start?: number, reset?: number];
 
-/** One packed entry of a counter field: ts (6 bytes), digest (4), token (2). */
+const WRAP = 2 ** 40;
+
+/** The packed entries of a counter field: ts (5 bytes, ms modulo 2^40), digest (4), token (2). */
 function entries(value: Buffer | null): { ts: number; digest: number; token: number }[] {
   const out: { ts: number; digest: number; token: number }[] = [];
-  for (let p = 0; value && p < value.length; p += 12) {
-    out.push({ ts: value.readUIntBE(p, 6), digest: value.readUInt32BE(p + 6), token: value.readUInt16BE(p + 10) });
+  for (let p = 0; value && p < value.length; p += 11) {
+    out.push({ ts: value.readUIntBE(p, 5), digest: value.readUInt32BE(p + 5), token: value.readUInt16BE(p + 9) });
   }
   return out;
 }
@@ -20,13 +22,13 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   let prefix: string;
   const claimSource = luaScript("claim");
   const key = (r = "r") => `${prefix}:{o|${r}}:c`;
-  const tail = (digest: number, token: number) => {
-    const bytes = Buffer.alloc(6);
-    bytes.writeUInt32BE(digest, 0);
-    bytes.writeUInt16BE(token, 4);
-    return bytes;
-  };
-  const claimArgs = (digest: number, token: number, caps: Cap[]) => [tail(digest, token), caps.length, ...caps.flatMap((c) => [c[0], c[1], c[2], c[3] ?? 0, c[4] ?? 0])];
+  /** an entry's tail as the scripts take it: digest × 65536 + token */
+  const tail = (digest: number, token: number) => digest * 65536 + token;
+  /** the limits table (one limit per cap here), then the send */
+  const claimArgs = (digest: number, token: number, caps: Cap[]) => [
+    caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0]),
+    tail(digest, token), caps.length, ...caps.flatMap((c, i) => [c[0], i + 1]),
+  ];
   const claim = (digest: number, caps: Cap[], token = 1, recipient = "r") =>
     redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps)) as Promise<number[]>;
 
@@ -35,7 +37,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   beforeEach(() => { prefix = uniquePrefix("lua"); });
   afterEach(async () => dropPrefix(redis, prefix));
 
-  it("packs one 12-byte entry per cap into the recipient's hash, with the server's time, and expires the hash after window + grace", async () => {
+  it("packs one 11-byte entry per cap into the recipient's hash, with the server's time, and expires the hash after window + grace", async () => {
     const [sec] = await redis.time();
     const reply = await claim(0xdeadbeef, [["a", 10_000, 2], ["b", 30_000, 5]], 4242);
     assert.equal(reply[0] % 1, 0, "whole ms");
@@ -43,11 +45,11 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     const [a, b] = await redis.hmgetBuffer(key(), "a", "b");
     for (const value of [a, b]) {
       const [entry] = entries(value);
-      assert.equal(value?.length, 12);
+      assert.equal(value?.length, 11);
       assert.equal(entry?.digest, 0xdeadbeef);
       assert.equal(entry?.token, 4242);
-      assert.ok(Math.abs((entry?.ts ?? 0) - Number(sec) * 1000) < 2000);
-      assert.equal(entry?.ts, reply[0]);
+      assert.ok(Math.abs((entry?.ts ?? 0) - ((Number(sec) * 1000) % WRAP)) < 2000);
+      assert.equal(entry?.ts, Number(reply[0]) % WRAP);
     }
     const ttl = await redis.pttl(key());
     // the longest window (30 s) + 2 minutes of grace
@@ -66,9 +68,9 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   });
 
   it("prunes entries older than the window before counting", async () => {
-    const old = Buffer.alloc(12);
-    old.writeUIntBE(Date.now() - 120_000, 0, 6);
-    old.writeUInt32BE(77, 6);
+    const old = Buffer.alloc(11);
+    old.writeUIntBE((Date.now() - 120_000) % WRAP, 0, 5);
+    old.writeUInt32BE(77, 5);
     await redis.hset(key(), "p", old);
     const reply = await claim(5, [["p", 60_000, 1]]);
     assert.equal(reply[1], 1);
@@ -92,9 +94,9 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   });
 
   it("judges the claims of one call in order, each seeing those before it", async () => {
-    const caps: Cap[] = [["one", 60_000, 1]];
-    const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"),
-      ...claimArgs(1, 1, caps), ...claimArgs(2, 1, caps), ...claimArgs(3, 1, caps))) as number[];
+    // one limit shared by three sends
+    const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0,
+      tail(1, 1), 1, "one", 1, tail(2, 1), 1, "one", 1, tail(3, 1), 1, "one", 1)) as number[];
     // per claim: allowed, count, held, retry
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
@@ -120,7 +122,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   });
 
   it("record.lua adds without checking, once per digest in the window", async () => {
-    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), tail(digest, 0), 1, "rec", 60_000, 0, 0) as Promise<number[]>;
+    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, tail(digest, 0), 1, "rec", 1) as Promise<number[]>;
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(2)).slice(1), [2]);
@@ -131,8 +133,9 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     await claim(1, [["u", 60_000, 1]]);
     const before = await redis.hgetallBuffer(key());
     const reply = (await redis.eval(luaScript("inspect"), 2, key(), key("other"),
-      2, 60_000, 1, 0, 0, 60_000, 3, 0, 0, 2, "u", 1, "none", 2,
-      1, 60_000, 1, 0, 0, 1, "u", 1)) as number[];
+      2, 60_000, 1, 0, 0, 60_000, 3, 0, 0,
+      2, "u", 1, "none", 2,
+      1, "u", 1)) as number[];
     assert.equal(reply[1], 1);
     assert.ok(Number(reply[2]) > 59_000);
     assert.deepEqual(reply.slice(3), [0, -1, 0, -1]);

@@ -130,8 +130,6 @@ export class SendQueue {
       this.inFlight++;
       void this.dispatch(batch).finally(() => {
         this.inFlight--;
-        this.pending -= batch.length;
-        if (this.pending === 0) this.overloaded = false;
         this.notify();
         this.schedule();
       });
@@ -150,12 +148,20 @@ export class SendQueue {
     await Promise.all([...byLane].map(([lane, group]) => this.send(lane, group)));
   }
 
+  /** An item is answered: it no longer counts towards maxQueued (an overload episode ends once none is left). */
+  private answer(waiting: Waiting, failure: StoreUnavailableError | undefined, result?: unknown): void {
+    this.pending--;
+    if (this.pending === 0) this.overloaded = false;
+    if (failure) waiting.reject(failure);
+    else waiting.resolve(result);
+  }
+
   private async send(lane: Lane<unknown, unknown>, group: Waiting[]): Promise<void> {
     let isProbe: boolean;
     try {
       isProbe = this.options.breaker.admit();
     } catch (err) {
-      for (const w of group) w.reject(asStoreFailure(err));
+      for (const w of group) this.answer(w, asStoreFailure(err));
       return;
     }
     try {
@@ -167,18 +173,18 @@ export class SendQueue {
         const result = results[i];
         if (result instanceof StoreUnavailableError) {
           fault ??= result;
-          w.reject(result);
+          this.answer(w, result);
         } else if (i >= results.length) {
-          w.reject(new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
+          this.answer(w, new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
         } else {
-          w.resolve(result);
+          this.answer(w, undefined, result);
         }
       });
       this.options.breaker.settle(isProbe, fault);
     } catch (err) {
       const failure = asStoreFailure(err);
       this.options.breaker.settle(isProbe, failure);
-      for (const w of group) w.reject(failure);
+      for (const w of group) this.answer(w, failure);
     }
   }
 

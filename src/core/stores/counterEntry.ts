@@ -22,12 +22,13 @@ export function claimToken(): number {
   return randomInt(1, 65536);
 }
 
-/** The last 6 bytes of an entry as the scripts pack it: the member's digest, then the attempt's token. */
-export function entryTail(member: string, token: number): Buffer {
-  const tail = Buffer.allocUnsafe(6);
-  tail.writeUInt32BE(memberDigest(member), 0);
-  tail.writeUInt16BE(token, 4);
-  return tail;
+/**
+ * The last 6 bytes of an entry (the member's digest, then the attempt's
+ * token) as the one number the scripts pack them from: a plain decimal
+ * argument, which the Redis client writes far faster than a binary one.
+ */
+export function entryTail(member: string, token: number): number {
+  return memberDigest(member) * 65536 + token;
 }
 
 /** A record-mode entry belongs to no claim attempt: no give-back removes it. */

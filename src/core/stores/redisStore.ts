@@ -46,7 +46,8 @@ function connectionOptions(password: string | undefined): RedisOptions {
     maxRetriesPerRequest: 0,
     enableOfflineQueue: true,
     connectTimeout: 2000,
-    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+    // back within a quarter second of Redis returning: a gate recovers by itself, without a redeploy
+    retryStrategy: (times: number) => Math.min(50 * times, 250),
   };
 }
 
@@ -61,16 +62,45 @@ function createClient(options: RedisStoreOptions): RedisClient {
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
 }
 
-/** Per counter: field, window, max, period start, reset (what claim.lua and inspect.lua read). */
-function counterArgs(spec: CounterSpec): Arg[] {
-  return [spec.field, spec.windowMs, spec.max, spec.startMs ?? 0, spec.resetAt ?? 0];
+/**
+ * The limits (window, max, period) the counters of one script call share,
+ * each sent once: a batch of a thousand claims on the same three caps sends
+ * three limits, and each counter names its limit by index (lib/counter_entries.lua readLimits).
+ */
+class LimitTable {
+  private readonly indexes = new Map<string, number>();
+  private readonly values: Arg[] = [];
+
+  index(spec: CounterSpec): number {
+    const start = spec.startMs ?? 0;
+    const reset = spec.resetAt ?? 0;
+    const id = `${spec.windowMs}|${spec.max}|${start}|${reset}`;
+    let index = this.indexes.get(id);
+    if (index === undefined) {
+      this.indexes.set(id, (index = this.indexes.size + 1));
+      this.values.push(spec.windowMs, spec.max, start, reset);
+    }
+    return index;
+  }
+
+  /** the table's arguments, to go before the items' */
+  args(): Arg[] {
+    return [this.indexes.size, ...this.values];
+  }
+}
+
+/** Each counter's field and the index of its limit. */
+function counterArgs(counters: readonly CounterSpec[], limits: LimitTable, into: Arg[]): void {
+  into.push(counters.length);
+  for (const c of counters) into.push(c.field, limits.index(c));
 }
 
 /** A script call's encoding of some items, and how to read each item's answer back from its reply. */
 interface ScriptBatch<I, O> {
   call: keyof ScriptCommands;
   keysOf(item: I): string[];
-  argsOf(item: I): Arg[];
+  /** the arguments of these items, in order */
+  argsOf(items: readonly I[]): Arg[];
   /** every item's answer, in order */
   read(reply: unknown[], items: readonly I[]): O[];
 }
@@ -78,7 +108,15 @@ interface ScriptBatch<I, O> {
 const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   call: "sendgateClaim",
   keysOf: (r) => [r.key],
-  argsOf: (r) => [entryTail(r.member, r.token), r.counters.length, ...r.counters.flatMap(counterArgs)],
+  argsOf: (items) => {
+    const limits = new LimitTable();
+    const args: Arg[] = [];
+    for (const r of items) {
+      args.push(entryTail(r.member, r.token));
+      counterArgs(r.counters, limits, args);
+    }
+    return [...limits.args(), ...args];
+  },
   read: (reply, items) => {
     const nowMs = Number(reply[0]);
     let at = 1;
@@ -99,7 +137,15 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
 const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   call: "sendgateRecord",
   keysOf: (r) => [r.key],
-  argsOf: (r) => [entryTail(r.member, RECORD_TOKEN), r.counters.length, ...r.counters.flatMap((c) => [c.field, c.windowMs, c.startMs ?? 0, c.resetAt ?? 0])],
+  argsOf: (items) => {
+    const limits = new LimitTable();
+    const args: Arg[] = [];
+    for (const r of items) {
+      args.push(entryTail(r.member, RECORD_TOKEN));
+      counterArgs(r.counters, limits, args);
+    }
+    return [...limits.args(), ...args];
+  },
   read: (reply, items) => {
     let at = 1;
     return items.map((r) => r.counters.map(() => Number(reply[at++])));
@@ -109,31 +155,19 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
 const releaseBatch: ScriptBatch<ReleaseRequest, number> = {
   call: "sendgateRelease",
   keysOf: (r) => [r.key],
-  argsOf: (r) => (r.kind === "mark" ? ["m", r.member] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields]),
+  argsOf: (items) => items.flatMap((r) => (r.kind === "mark" ? ["m", r.member] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields])),
   read: (reply) => reply.map(Number),
 };
-
-/** inspect.lua's arguments of one recipient: each distinct cap's limits once, then each counter's field and cap. */
-function inspectArgs(r: InspectRequest): Arg[] {
-  const caps = new Map<string, number>();
-  const limits: Arg[] = [];
-  const counters: Arg[] = [];
-  for (const c of r.counters) {
-    const limit = `${c.windowMs}|${c.max}|${c.startMs ?? 0}|${c.resetAt ?? 0}`;
-    let index = caps.get(limit);
-    if (index === undefined) {
-      caps.set(limit, (index = caps.size + 1));
-      limits.push(c.windowMs, c.max, c.startMs ?? 0, c.resetAt ?? 0);
-    }
-    counters.push(c.field, index);
-  }
-  return [caps.size, ...limits, r.counters.length, ...counters];
-}
 
 const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   call: "sendgateInspect",
   keysOf: (r) => [r.key],
-  argsOf: inspectArgs,
+  argsOf: (items) => {
+    const limits = new LimitTable();
+    const args: Arg[] = [];
+    for (const r of items) counterArgs(r.counters, limits, args);
+    return [...limits.args(), ...args];
+  },
   read: (reply, items) => {
     let at = 1;
     return items.map((r) => r.counters.map(() => {
@@ -148,7 +182,7 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
 const suppressionBatch: ScriptBatch<SuppressionCheck, SuppressionOutcome> = {
   call: "sendgateSuppression",
   keysOf: (c) => (c.markKey === undefined ? [c.listKey] : [c.listKey, c.markKey]),
-  argsOf: (c) => [c.markKey === undefined ? 1 : 2, c.channel, c.member, c.markWindowMs],
+  argsOf: (items) => items.flatMap((c) => [c.markKey === undefined ? 1 : 2, c.channel, c.member, c.markWindowMs]),
   read: (reply, items) => items.map((_, i) => {
     const [kind, a, b] = [Number(reply[3 * i]), reply[3 * i + 1], reply[3 * i + 2]];
     if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
@@ -187,6 +221,7 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateInspect", { lua: luaScript("inspect") });
     this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
+    this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
     this.client.on("ready", () => {
       this.everReady = true;
@@ -269,7 +304,7 @@ export class RedisStore implements AdmissionStore {
       const group = indexes.map((i) => items[i] as I);
       const keys = group.flatMap(script.keysOf);
       try {
-        const reply = await this.scripts[script.call](keys.length, ...keys, ...group.flatMap(script.argsOf));
+        const reply = await this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
         script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
       } catch (err) {
         const failure = asStoreFailure(err);
