@@ -5,6 +5,7 @@ import { RuleConflictError, RulesUnavailableError } from "../../core/pgRules/err
 import { PostgresRules } from "../../core/pgRules/postgresRules";
 import type { PgRuleSource } from "../../core/pgRules/pgRuleSource";
 import { InlineRules } from "../../core/rulesProvider";
+import { plainText } from "../../core/plainText";
 import { parseSend } from "../../core/send";
 import { HttpError, route, serviceOf, type AdminRequest } from "./http";
 
@@ -12,9 +13,14 @@ const CAPS = "/frequency-cap/:config/caps";
 
 function orgOf(req: AdminRequest, service: CapService): string {
   const fromBody = (req.body as { org?: unknown } | undefined)?.org;
-  if (typeof req.query.org === "string" && req.query.org !== "") return req.query.org;
-  if (typeof fromBody === "string" && fromBody !== "") return fromBody;
+  if (typeof req.query.org === "string" && req.query.org !== "") return plainText("org", req.query.org);
+  if (typeof fromBody === "string" && fromBody !== "") return plainText("org", fromBody);
   return service.settings.defaultOrg;
+}
+
+/** The cap id a route names: text a stored rule can have. */
+function idOf(req: AdminRequest): string {
+  return plainText("id", req.params.id ?? "");
 }
 
 /**
@@ -70,7 +76,7 @@ export function registerCapRoutes(RED: NodeAPI): void {
   RED.httpAdmin.put(`${CAPS}/:id`, write, route(async (req) => {
     const service = serviceOf(RED, req);
     const source = await pgSourceOf(service);
-    const rule = await writing(() => source.update(orgOf(req, service), req.params.id ?? "", req.body));
+    const rule = await writing(() => source.update(orgOf(req, service), idOf(req), req.body));
     if (!rule) throw new HttpError(404, `no cap "${req.params.id}" in org "${orgOf(req, service)}"`);
     return { body: rule };
   }));
@@ -78,7 +84,7 @@ export function registerCapRoutes(RED: NodeAPI): void {
   RED.httpAdmin.delete(`${CAPS}/:id`, write, route(async (req) => {
     const service = serviceOf(RED, req);
     const source = await pgSourceOf(service);
-    const removed = await writing(() => source.remove(orgOf(req, service), req.params.id ?? ""));
+    const removed = await writing(() => source.remove(orgOf(req, service), idOf(req)));
     if (!removed) throw new HttpError(404, `no cap "${req.params.id}" in org "${orgOf(req, service)}"`);
     return { body: { deleted: removed } };
   }));

@@ -35,7 +35,8 @@ export function registerSuppressionRoutes(RED: NodeAPI): void {
     const service = serviceOf(RED, req);
     await service.adminReady();
     const org = typeof req.query.org === "string" && req.query.org !== "" ? req.query.org : service.settings.defaultOrg;
-    const cursor = typeof req.query.cursor === "string" ? req.query.cursor : "0";
+    const cursor = typeof req.query.cursor === "string" && req.query.cursor !== "" ? req.query.cursor : "0";
+    if (!/^\d{1,20}$/.test(cursor)) throw new HttpError(400, "cursor: must be the cursor an earlier page answered (digits)");
     const count = Math.min(Math.max(Number(req.query.count) || 500, 1), 5000);
     return { body: await service.suppression.list(org, cursor, count) };
   }));
