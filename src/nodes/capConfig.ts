@@ -29,9 +29,11 @@ export default function register(RED: NodeAPI): void {
         warn: (text) => this.warn(text),
         error: (text) => this.error(text),
       }, userDir ? {
+        configId: this.id,
         memoryStateFile: join(userDir, "sendgate", `memory-store-${this.id}.json`),
-        memoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.json`),
-      } : {});
+        memoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.jsonl`),
+        legacyMemoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.json`),
+      } : { configId: this.id });
     } catch (err) {
       this.problem = err as Error;
       this.error((err as Error).message);

@@ -8,17 +8,21 @@ import type { AdmittedMsg } from "./refusal";
 export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
 type Done = (err?: Error) => void;
 
+/** What a gate stops on close: a subscription, or work that finishes first (a poller's round). */
+export type Cleanup = (() => void | Promise<void>) | undefined;
+
 /** Puts a msg in its recipient's line, once the gate has read whose it is. */
 export type LineUp = (recipient: { org: string; recipient: string }) => void;
 
 /**
  * A gate's input and close, the Node-RED way: the handler is declared as
  * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
- * which hands the msg to a Catch node; on close every subscription ends.
+ * which hands the msg to a Catch node; on close every subscription ends, and
+ * the runtime waits for a release in progress to finish.
  * Msgs of one recipient leave in the order they came (lineUp), whatever
  * order the store answers them in.
  */
-export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly ((() => void) | undefined)[]): void {
+export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[]): void {
   const order = new OutputOrder();
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
     const place = order.place();
@@ -33,17 +37,19 @@ export function serveGate(node: Node, status: GateStatus, handle: (msg: Admitted
       (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
     );
   });
-  node.on("close", () => {
-    cleanups.forEach((cleanup) => cleanup?.());
-    status.stop();
+  node.on("close", (_removed: boolean, done: () => void) => {
+    Promise.allSettled(cleanups.map((cleanup) => cleanup?.())).then(() => {
+      status.stop();
+      done();
+    }, done);
   });
 }
 
-/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many are held. */
-export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): (() => void)[] {
+/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many it holds. */
+export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): Cleanup[] {
   return [
     service.deferrals.register(node.id, releaseHandler(gate, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
-    service.deferrals.onSize((held) => status.holding(held)),
+    service.deferrals.onSize(node.id, (held) => status.holding(held)),
   ];
 }
 
