@@ -1,4 +1,5 @@
 import { SendFieldError } from "./errors";
+import { plainText } from "./plainText";
 import { emptyRecord } from "./ownKeys";
 
 /** One outbound send as the gates see it (SPEC §2), after validation. */
@@ -47,14 +48,17 @@ export interface SendRules {
  */
 export const MAX_FIELD_BYTES = 1024;
 
-/** Refuses a text over MAX_FIELD_BYTES in UTF-8, naming the field; returns it unchanged. */
+/**
+ * Refuses a text over MAX_FIELD_BYTES in UTF-8, or one no store keeps as it is
+ * (plainText: a NUL, an unpaired surrogate), naming the field; returns it unchanged.
+ */
 export function boundedText(field: string, value: string): string {
   // a UTF-8 byte is at least a third of a UTF-16 unit: only long strings need counting
   if (value.length * 3 > MAX_FIELD_BYTES) {
     const bytes = Buffer.byteLength(value, "utf8");
     if (bytes > MAX_FIELD_BYTES) throw new SendFieldError(field, `must be at most ${MAX_FIELD_BYTES} bytes (UTF-8), got ${bytes}`);
   }
-  return value;
+  return plainText(field, value);
 }
 
 function absent(value: unknown): boolean {
