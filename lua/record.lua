@@ -16,13 +16,8 @@ local out = { now }
 local fields, caps = {}, {}
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail, n = struct.pack('>I6', tonumber(ARGV[pos])), tonumber(ARGV[pos + 1])
-  local digest = string.sub(tail, 1, 4)
-  pos = pos + 2
-  for i = 1, n do
-    fields[i], caps[i] = ARGV[pos], limits[tonumber(ARGV[pos + 1])]
-    pos = pos + 2
-  end
+  local tail, digest, n
+  tail, digest, n, pos = readItem(pos, limits, fields, caps)
   local values = redis.call('HMGET', key, unpack(fields, 1, n))
   local writes = {}
   local needed = 0

@@ -39,31 +39,28 @@ export interface AdPathContext {
 const CANDIDATES = 50;
 const RAND = "__rand_int__";
 
-/** A check msg: a bid request for one of `viewers` users over the same 50 candidate ads. */
-function checkSource(tag: string, viewers: number, seed: number): MsgFeed {
+/** Msgs to random viewers (seeded), each made by `shape` from its id, the viewer and a random draw. */
+function feed(tag: string, viewers: number, seed: number, shape: (msg: BenchMsg, draw: () => number) => BenchMsg): MsgFeed {
   const random = seededRandom(seed);
-  const ads = candidates(CANDIDATES);
   let issued = 0;
   return {
     next: () => {
       const id = `${tag}-${issued++}`;
-      return { _msgid: id, messageId: id, recipient: `v${Math.floor(random() * viewers)}`, channel: "in_app", payload: "bid", candidates: ads } as BenchMsg;
+      return shape({ _msgid: id, messageId: id, recipient: `v${Math.floor(random() * viewers)}`, channel: "in_app", payload: "" }, random);
     },
   };
 }
 
-/** An impression event of one of the 50 ads to one of `viewers` users. */
-function impressionSource(tag: string, viewers: number, seed: number): MsgFeed {
-  const random = seededRandom(seed);
+/** A bid request of one viewer over the same 50 candidate ads. */
+function checkSource(tag: string, viewers: number, seed: number): MsgFeed {
   const ads = candidates(CANDIDATES);
-  let issued = 0;
-  return {
-    next: () => {
-      const id = `${tag}-${issued++}`;
-      const ad = ads[Math.floor(random() * ads.length)] as (typeof ads)[number];
-      return { _msgid: id, messageId: id, recipient: `v${Math.floor(random() * viewers)}`, channel: "in_app", payload: "impression", attributes: ad } as BenchMsg;
-    },
-  };
+  return feed(tag, viewers, seed, (msg) => ({ ...msg, payload: "bid", candidates: ads }) as BenchMsg);
+}
+
+/** An impression event of one of the 50 ads to one viewer. */
+function impressionSource(tag: string, viewers: number, seed: number): MsgFeed {
+  const ads = candidates(CANDIDATES);
+  return feed(tag, viewers, seed, (msg, draw) => ({ ...msg, payload: "impression", attributes: ads[Math.floor(draw() * ads.length)] }) as BenchMsg);
 }
 
 /**

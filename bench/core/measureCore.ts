@@ -2,7 +2,8 @@ import Redis from "ioredis";
 import { seededRandom } from "../load/random";
 import type { BenchSettings } from "../settings";
 import { chainedClaimer, coreClaimer, type Claimer, type Limit } from "./limiters";
-import { BenchRedis, redisCost } from "./ownRedis";
+import { OwnRedis } from "../../test/support/redisServer";
+import { redisCost } from "./redisCost";
 
 /** One measured run of a claimer. */
 export interface CoreRun {
@@ -122,7 +123,8 @@ async function fill(url: string, redis: Redis, recipients: number, perRecipient:
  * INFO deltas are this run's alone.
  */
 export async function measureCore(settings: BenchSettings, progress: (text: string) => void): Promise<CoreRows> {
-  const server = new BenchRedis();
+  // the test suite's own-server support: a redis-server on a free loopback port, stopped by pid
+  const server = new OwnRedis();
   await server.start();
   const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
   try {
@@ -149,5 +151,6 @@ export async function measureCore(settings: BenchSettings, progress: (text: stri
   } finally {
     redis.disconnect();
     await server.stop();
+    server.cleanUp();
   }
 }

@@ -58,6 +58,19 @@ local function readLimits(now)
   return limits, 2 + 4 * c
 end
 
+-- reads one send's part of ARGV from `pos`: its entry's tail as a number (member digest × 65536
+-- + token), n, then per counter its field and limit index; fills fields[1..n] and caps[1..n].
+-- Returns the tail (6 bytes), the digest (its first 4), n and the position after it.
+local function readItem(pos, limits, fields, caps)
+  local tail, n = struct.pack('>I6', tonumber(ARGV[pos])), tonumber(ARGV[pos + 1])
+  pos = pos + 2
+  for i = 1, n do
+    fields[i], caps[i] = ARGV[pos], limits[tonumber(ARGV[pos + 1])]
+    pos = pos + 2
+  end
+  return tail, string.sub(tail, 1, 4), n, pos
+end
+
 -- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
 -- minute of slack, so the next writes need not extend it again)
 local function writeCounters(key, writes, now, needed)

@@ -1,15 +1,11 @@
 import assert from "node:assert/strict";
-import { helper, type Msg } from "../support/nodeRed";
+import { helper, type Msg, reasonOf } from "../support/nodeRed";
 import { deployGateFlow, type GateFlow } from "../support/gateFlow";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";
 
 const STREAM = 10_000;
 const RULES = [{ id: "ten", scope: "global", max_count: 10, window_seconds: 600 }];
-
-function reasonOf(msg: Msg | undefined): string | undefined {
-  return (msg?.admission as { reason?: string } | undefined)?.reason;
-}
 
 /**
  * 10,000 msgs over ~6 s (40 every 25 ms, 2,000 recipients); `during` starts

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { helper, type Msg } from "../support/nodeRed";
+import { helper, reasonOf } from "../support/nodeRed";
 import { deployGateFlow, type GateFlow } from "../support/gateFlow";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
@@ -17,10 +17,6 @@ const ONE_PER_TEN_MINUTES = [{ id: "one", scope: "global", max_count: 1, window_
  * longer; `npm run bench` drains bursts with the defaults.
  */
 const BURST_TIMEOUT_MS = 1000;
-
-function reasonOf(msg: Msg | undefined): string | undefined {
-  return (msg?.admission as { reason?: string } | undefined)?.reason;
-}
 
 /** 10,000 recipients, each twice, all handed to the gate in one tick (what a split node does). */
 function burst(flow: GateFlow, recipients = RECIPIENTS): number {

@@ -1,20 +1,9 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { helper, type Msg } from "../support/nodeRed";
+import { helper, type Msg, reasonOf, warnings } from "../support/nodeRed";
 import { deployChain, push } from "../support/chainFlow";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";
-
-type Warned = { level: number; msg: unknown };
-
-function warnings(): string[] {
-  const spy = helper.log() as unknown as { args: [Warned][] };
-  return spy.args.map(([entry]) => entry).filter((e) => e.level === 30).map((e) => String(e.msg));
-}
-
-function reasonOf(msg: Msg | undefined): string | undefined {
-  return (msg?.admission as { reason?: string } | undefined)?.reason;
-}
 
 /** capA's verdict, whatever the later gate (capB, no caps) wrote after it */
 function capAReason(msg: Msg | undefined): string | undefined {

@@ -2,22 +2,10 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { RedisStore } from "../../src/core/stores/redisStore";
-import { helper, type Msg } from "../support/nodeRed";
+import { helper, reasonOf, warnings } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
-
-type Warned = { level: number; msg: unknown };
-const WARN = 30;
-
-function warnings(): string[] {
-  const spy = helper.log() as unknown as { args: [Warned][] };
-  return spy.args.map(([entry]) => entry).filter((e) => e.level === WARN).map((e) => String(e.msg));
-}
-
-function reasonOf(msg: Msg | undefined): string | undefined {
-  return (msg?.admission as { reason?: string } | undefined)?.reason;
-}
 
 describe("frequency-cap-gate on Redis: races, failures, cluster", function () {
   this.timeout(60_000);

@@ -57,3 +57,14 @@ export class Collector {
     }
   }
 }
+
+/** The reason a msg's verdict gives (`fail_open`, `frequency_capped`…), if any. */
+export function reasonOf(msg: Msg | undefined): string | undefined {
+  return (msg?.admission as { reason?: string } | undefined)?.reason;
+}
+
+/** Every warning Node-RED logged so far in this test (the helper's log spy). */
+export function warnings(): string[] {
+  const spy = helper.log() as unknown as { args: [{ level: number; msg: unknown }][] };
+  return spy.args.map(([entry]) => entry).filter((e) => e.level === 30).map((e) => String(e.msg));
+}

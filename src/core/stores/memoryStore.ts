@@ -49,6 +49,16 @@ function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, n
   return { kept, times, held };
 }
 
+/** What a map holds under `key` and has not expired at `now`: an expired one is dropped, as Redis would. */
+function live<T extends { expiresAt: number }>(map: Map<string, T>, key: string, now: number): T | undefined {
+  const value = map.get(key);
+  if (value && value.expiresAt <= now) {
+    map.delete(key);
+    return undefined;
+  }
+  return value;
+}
+
 /** ms until a full counter has a free slot: its period's reset, or enough of its oldest entries ageing out. */
 function freeInMs(spec: CounterSpec, times: number[], now: number): number | null {
   if (spec.max <= 0) return null;
@@ -235,12 +245,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   private liveCounters(key: string, now: number): CounterHash | undefined {
-    const hash = this.counters.get(key);
-    if (hash && hash.expiresAt <= now) {
-      this.counters.delete(key);
-      return undefined;
-    }
-    return hash;
+    return live(this.counters, key, now);
   }
 
   private setField(key: string, field: string, value: string | undefined): void {
@@ -255,12 +260,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   private liveMark(key: string, now: number): Mark | undefined {
-    const mark = this.marks.get(key);
-    if (mark && mark.expiresAt <= now) {
-      this.marks.delete(key);
-      return undefined;
-    }
-    return mark;
+    return live(this.marks, key, now);
   }
 
   private sweep(): void {
