@@ -26,6 +26,8 @@ import { PgSuppressions } from "./suppression/pgSuppressions";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
 import { loadDeferSnapshot, MemoryDeferQueue, RedisDeferQueue, saveDeferSnapshot, type DeferQueue } from "./defer";
 import { Deferrals } from "./deferral/deferrals";
+import { AdmissionMetrics } from "./metrics/admissionMetrics";
+import { RuleCacheStats } from "./pgRules/ruleCache";
 
 export interface CapSecrets {
   redisPassword?: string;
@@ -39,6 +41,8 @@ export interface CapLog {
 }
 
 export interface CapServiceEnvironment {
+  /** the cap-config's id: its metrics carry it as the `config` label */
+  id?: string;
   /** where a memory store keeps its state between deploys and restarts; none = not kept */
   memoryStateFile?: string;
   /** where the memory store's defer queue is kept between deploys and restarts */
@@ -113,7 +117,7 @@ async function attachDurableBlockList(source: PgRuleSource, settings: CapSetting
   })().catch((err: Error) => log.warn(`reading the block list from PostgreSQL: ${err.message}`));
 }
 
-function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog, suppression: SuppressionEngine): RulesProvider {
+function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog, suppression: SuppressionEngine, cacheStats: RuleCacheStats): RulesProvider {
   if (settings.rulesSource === "inline") return new InlineRules(rules);
   const connect = redisConnector(settings, secrets);
   return new PostgresRules(() => ({
@@ -121,6 +125,7 @@ function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecret
     table: settings.pgTable,
     knownChannels: settings.channels,
     warn: (text) => log.warn(text),
+    cacheStats,
     ...(secrets.pgPassword ? { password: secrets.pgPassword } : {}),
     ...(connect ? { bus: new RedisInvalidationBus({ connect, keyPrefix: settings.keyPrefix, onError: (err) => log.warn(`rule change bus: ${err.message}`) }) } : {}),
   }), (source) => attachDurableBlockList(source, settings, suppression, log));
@@ -136,6 +141,8 @@ export class CapService {
   readonly suppression: SuppressionEngine;
   readonly deferrals: Deferrals;
   readonly sendRules: SendRules;
+  /** its gates' outcomes and its send path's state, for `GET …/metrics` and the editor's sidebar */
+  readonly metrics: AdmissionMetrics;
 
   readonly rules: RulesProvider;
   private readonly releases: Lane<ReleaseRequest, number>;
@@ -150,8 +157,13 @@ export class CapService {
     private readonly env: CapServiceEnvironment,
   ) {
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
+    this.metrics = new AdmissionMetrics({
+      configId: env.id ?? "cap-config", store: store.kind, rulesSource: settings.rulesSource, failMode: settings.failMode,
+      maxQueued: store.remote ? settings.maxQueued : 0,
+    });
     this.access = new StoreAccess(store, {
       failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, warn: (text) => log.warn(text),
+      onStoreCall: (call) => this.metrics.storeCall(call),
     });
     this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
@@ -166,8 +178,18 @@ export class CapService {
     this.suppression = new SuppressionEngine({
       access: this.access, keyPrefix: settings.keyPrefix, mirrored: settings.rulesSource === "postgres", ...hmac,
     });
-    this.rules = createRules(settings, inlineRules, secrets, log, this.suppression);
+    const cacheStats = new RuleCacheStats();
+    this.rules = createRules(settings, inlineRules, secrets, log, this.suppression, cacheStats);
     this.deferrals = new Deferrals(createDeferQueue(store, settings, env, log), this.access, (text) => log.warn(text));
+    this.deferrals.onSize((held) => this.metrics.heldIs(held));
+    this.metrics.watch({
+      storeState: () => store.state(),
+      rulesState: () => this.rules.state(),
+      queueLength: () => this.access.queue?.length ?? 0,
+      circuit: () => ({ state: this.access.breaker.state(), opens: this.access.breaker.opens }),
+      held: () => this.deferrals.currentSize(),
+      ruleCache: cacheStats,
+    });
   }
 
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */

@@ -7,7 +7,7 @@ import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps } from "./sendReader";
@@ -36,6 +36,7 @@ export default function register(RED: NodeAPI): void {
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     const reader = new SendReader(RED, node, def);
     const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+    const metrics = gateMetrics(config?.service, node.id, GATE);
 
     let deferMaxMs = 0;
     let jitterMs = 0;
@@ -79,6 +80,12 @@ export default function register(RED: NodeAPI): void {
         msg.admission = admission;
         if (decision.kind === "fail_open") status.failOpen();
         else status.allowed();
+        if (decision.kind === "allowed" && admission.shadow) {
+          decision.outcome.counters.forEach((counter, i) => {
+            const rule = decision.caps[i]?.rule;
+            if (counter.wouldRefuse && rule) metrics?.counts.wouldRefuse(rule.id, rule.org);
+          });
+        }
         send([msg, null, null]);
         return;
       }
@@ -151,7 +158,7 @@ export default function register(RED: NodeAPI): void {
       return claim(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing]);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics);
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

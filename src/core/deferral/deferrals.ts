@@ -72,6 +72,17 @@ export class Deferrals {
     return result;
   }
 
+  /** the msgs the queue held when last asked (every 2 s while a gate releases from it, and after each hold) */
+  get heldNow(): number {
+    return this.held;
+  }
+
+  /** Asks the queue how many msgs it holds now; the last known count when it cannot answer. */
+  async currentSize(): Promise<number> {
+    await this.refreshSize();
+    return this.held;
+  }
+
   onSize(listener: (held: number) => void): () => void {
     this.sizeListeners.add(listener);
     listener(this.held);
