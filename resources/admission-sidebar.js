@@ -1,0 +1,354 @@
+/*
+ * The Admission sidebar (editor plugin `sendgate-admission-sidebar`,
+ * plugins/admission-sidebar.html): for each gate of the open flows, what it
+ * allowed, skipped (by reason) and deferred over the last five minutes, the
+ * msgs its cap-config holds, fail-open events and what shadow caps would have
+ * refused, pushed by the runtime over the editor's websocket (topic
+ * `sendgate/admission/<cap-config id>`, src/nodes/admissionFeed.ts); and an
+ * inspector that reads a recipient's usage of every cap through the admin
+ * API (`GET frequency-cap/:config/usage`) with the editor's own credentials.
+ *
+ * The pure part (`model`) is also loaded by the tests in Node.
+ */
+(function (root) {
+    "use strict";
+
+    var TOPIC = "sendgate/admission";
+    var WINDOW_MS = 5 * 60 * 1000;
+    var COLORS = { allowed: "#3c9a5f", skipped: "#d0543e", deferred: "#3b7fc4", errors: "#8a3ab9" };
+
+    // ---- model: plain data in, plain data out --------------------------------
+
+    function sum(list, pick) {
+        var total = 0;
+        for (var i = 0; i < list.length; i++) { total += pick(list[i]) || 0; }
+        return total;
+    }
+
+    /**
+     * A gate's last `windowMs` (to `now`, the runtime's clock): the counts of
+     * the buckets in it, skipped by reason (most first), and one bar per
+     * bucket slot, oldest first (empty slots are zero).
+     */
+    function summarize(gate, now, windowMs, bucketMs) {
+        var slots = Math.max(1, Math.round(windowMs / bucketMs));
+        var newest = now - (now % bucketMs);
+        var oldest = newest - (slots - 1) * bucketMs;
+        var bars = [];
+        for (var s = 0; s < slots; s++) { bars.push({ t: oldest + s * bucketMs, allowed: 0, skipped: 0, deferred: 0, errors: 0 }); }
+        var inWindow = (gate.recent || []).filter(function (b) { return b.t >= oldest && b.t <= newest; });
+        var byReason = {};
+        inWindow.forEach(function (b) {
+            var bar = bars[Math.round((b.t - oldest) / bucketMs)];
+            if (bar) { bar.allowed = b.allowed; bar.skipped = b.skipped; bar.deferred = b.deferred; bar.errors = b.errors; }
+            Object.keys(b.skippedBy || {}).forEach(function (reason) {
+                byReason[reason] = (byReason[reason] || 0) + b.skippedBy[reason];
+            });
+        });
+        var skippedBy = Object.keys(byReason).map(function (reason) { return { reason: reason, count: byReason[reason] }; })
+            .sort(function (a, b) { return b.count - a.count || (a.reason < b.reason ? -1 : 1); });
+        return {
+            allowed: sum(inWindow, function (b) { return b.allowed; }),
+            skipped: sum(inWindow, function (b) { return b.skipped; }),
+            deferred: sum(inWindow, function (b) { return b.deferred; }),
+            errors: sum(inWindow, function (b) { return b.errors; }),
+            failOpen: sum(inWindow, function (b) { return b.failOpen; }),
+            held: sum(inWindow, function (b) { return b.held; }),
+            wouldRefuse: sum(inWindow, function (b) { return b.wouldRefuse; }),
+            skippedBy: skippedBy,
+            bars: bars
+        };
+    }
+
+    /** Everything a gate counted since its cap-config was deployed. */
+    function totals(gate) {
+        var out = { allowed: 0, skipped: 0, deferred: 0, errors: 0, failOpen: 0 };
+        (gate.left || []).forEach(function (l) {
+            out[l.output] = (out[l.output] || 0) + l.count;
+            if (l.output === "allowed" && (l.reason === "fail_open" || l.reason === "overloaded")) { out.failOpen += l.count; }
+        });
+        out.errors = sum(gate.errors || [], function (e) { return e.count; });
+        return out;
+    }
+
+    /** The shadow caps a gate saw would refuse, most first. */
+    function shadowTotals(gate) {
+        return (gate.shadow || []).slice().sort(function (a, b) { return b.would_refuse - a.would_refuse; });
+    }
+
+    /** 75 → "1 min 15 s"; null → "never". */
+    function formatSeconds(seconds) {
+        if (seconds === null || seconds === undefined) { return "never"; }
+        if (seconds < 60) { return seconds + " s"; }
+        if (seconds < 3600) { return Math.floor(seconds / 60) + " min" + (seconds % 60 ? " " + (seconds % 60) + " s" : ""); }
+        if (seconds < 86400) { return Math.floor(seconds / 3600) + " h" + (Math.floor(seconds / 60) % 60 ? " " + (Math.floor(seconds / 60) % 60) + " min" : ""); }
+        return Math.floor(seconds / 86400) + " d" + (Math.floor(seconds / 3600) % 24 ? " " + (Math.floor(seconds / 3600) % 24) + " h" : "");
+    }
+
+    /** The usage API's caps as bars: how full each is, what is left, when it frees. */
+    function usageRows(body) {
+        return ((body && body.caps) || []).map(function (cap) {
+            var max = cap.max_count;
+            return {
+                id: cap.cap_id,
+                name: cap.name || "",
+                shadow: cap.enforcement === "shadow",
+                count: cap.count,
+                max: max,
+                remaining: cap.remaining,
+                full: cap.remaining <= 0,
+                retry: cap.retry_after_seconds,
+                fraction: max > 0 ? Math.min(1, cap.count / max) : 1,
+                scope: cap.scope === "global" ? "every channel" : cap.channel,
+                window: formatSeconds(cap.window_seconds)
+            };
+        });
+    }
+
+    /** What to tell the user when the usage API refuses. */
+    function refusal(status, body) {
+        var said = body && typeof body.error === "string" ? body.error : "";
+        if (status === 401 || status === 403) {
+            return "You are not allowed to read frequency caps: your user needs the frequency-cap.read permission (ask the admin who set up adminAuth).";
+        }
+        if (status === 404) { return "This cap-config is not deployed: deploy the flow first."; }
+        if (status === 400) { return "Check the fields: " + said; }
+        if (status === 503) { return "The store cannot answer now: " + said; }
+        if (status === 0) { return "Node-RED did not answer."; }
+        return "Usage could not be read (HTTP " + status + ")" + (said ? ": " + said : ".");
+    }
+
+    var model = {
+        TOPIC: TOPIC, WINDOW_MS: WINDOW_MS, COLORS: COLORS,
+        summarize: summarize, totals: totals, shadowTotals: shadowTotals, formatSeconds: formatSeconds,
+        usageRows: usageRows, refusal: refusal
+    };
+
+    // ---- the sidebar ------------------------------------------------------------
+
+    var SVG = "http://www.w3.org/2000/svg";
+
+    function svg(tag, attrs) {
+        var el = document.createElementNS(SVG, tag);
+        Object.keys(attrs).forEach(function (k) { el.setAttribute(k, String(attrs[k])); });
+        return el;
+    }
+
+    /** One stacked bar per bucket: allowed at the bottom, then deferred, skipped, errors. */
+    function sparkline(bars) {
+        var width = 180, height = 28, gap = 1;
+        var peak = 1;
+        bars.forEach(function (b) { peak = Math.max(peak, b.allowed + b.skipped + b.deferred + b.errors); });
+        var barWidth = width / bars.length;
+        var chart = svg("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, "class": "sendgate-admission-spark" });
+        chart.appendChild(svg("line", { x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5, stroke: "#ccc", "stroke-width": 1 }));
+        bars.forEach(function (b, i) {
+            var y = height;
+            ["allowed", "deferred", "skipped", "errors"].forEach(function (kind) {
+                if (!b[kind]) { return; }
+                var h = Math.max(1, (b[kind] / peak) * (height - 2));
+                y -= h;
+                var rect = svg("rect", { x: i * barWidth + gap / 2, y: y, width: Math.max(1, barWidth - gap), height: h, fill: COLORS[kind], "data-kind": kind });
+                var title = svg("title", {});
+                title.textContent = kind + " " + b[kind];
+                rect.appendChild(title);
+                chart.appendChild(rect);
+            });
+        });
+        return chart;
+    }
+
+    function stat(kind, label, value) {
+        return $('<span class="sendgate-admission-stat"></span>').attr("data-stat", kind)
+            .append($('<span class="sendgate-admission-dot"></span>').css("background", COLORS[kind] || "#999"))
+            .append($("<span></span>").text(label + " "))
+            .append($('<b class="sendgate-admission-value"></b>').text(String(value)));
+    }
+
+    function mount(RED) {
+        var latest = {};      // cap-config id -> { message, offset (editor clock - runtime clock) }
+        var content = $('<div class="sendgate-admission"></div>');
+        var gatesBox = $('<div class="sendgate-admission-gates"></div>');
+        var empty = $('<div class="sendgate-admission-empty"></div>').text("No gate has counted a msg yet. Deploy a flow with a sendgate gate and send it msgs: its counts appear here.");
+        $('<div class="sendgate-admission-section"></div>').text("Gates · last 5 minutes").appendTo(content);
+        content.append(empty, gatesBox);
+
+        // -- inspector
+        var inspector = $('<div class="sendgate-admission-inspector"></div>');
+        $('<div class="sendgate-admission-section"></div>').text("Inspector · a recipient's caps").appendTo(content);
+        var configSelect = $('<select class="sendgate-admission-config"></select>');
+        var recipientInput = $('<input type="text" class="sendgate-admission-recipient" placeholder="recipient">');
+        var orgInput = $('<input type="text" class="sendgate-admission-org" placeholder="org (the cap-config\'s default)">');
+        var channelInput = $('<input type="text" class="sendgate-admission-channel" placeholder="channel" value="sms" list="sendgate-admission-channels">');
+        var channels = $('<datalist id="sendgate-admission-channels"></datalist>');
+        ["sms", "whatsapp", "email", "voice", "rcs", "viber", "line", "messenger", "instagram", "push", "telegram", "in_app"].forEach(function (c) {
+            $("<option></option>").attr("value", c).appendTo(channels);
+        });
+        var inspectButton = $('<button type="button" class="red-ui-button sendgate-admission-inspect"></button>').text("Inspect");
+        var result = $('<div class="sendgate-admission-usage"></div>');
+        inspector.append(
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("cap-config"), configSelect),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("recipient"), recipientInput),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("org"), orgInput),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("channel"), channelInput, channels),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>"), inspectButton),
+            result
+        );
+        content.append(inspector);
+
+        function runtimeNow(entry) {
+            return Date.now() - entry.offset;
+        }
+
+        function labelOf(node) {
+            var label = node.name;
+            if (!label && node._def && typeof node._def.label === "function") {
+                try { label = node._def.label.call(node); } catch (e) { label = ""; }
+            }
+            return label || node.type;
+        }
+
+        function gateRow(gate, entry) {
+            var node = RED.nodes.node(gate.id);
+            var summary = summarize(gate, runtimeNow(entry), WINDOW_MS, entry.message.bucketMs);
+            var row = $('<div class="sendgate-admission-gate"></div>').attr("data-gate", gate.id);
+            var tab = RED.nodes.workspace(node.z);
+            var head = $('<div class="sendgate-admission-gate-head"></div>').appendTo(row);
+            $('<a href="#" class="sendgate-admission-gate-name"></a>').text(labelOf(node)).on("click", function (e) {
+                e.preventDefault();
+                RED.view.reveal(gate.id);
+            }).appendTo(head);
+            $('<span class="sendgate-admission-gate-where"></span>').text(" " + gate.type + (tab ? " · " + tab.label : "")).appendTo(head);
+            row.append(sparkline(summary.bars));
+            var stats = $('<div class="sendgate-admission-stats"></div>').appendTo(row);
+            stats.append(stat("allowed", "allowed", summary.allowed), stat("skipped", "skipped", summary.skipped), stat("deferred", "deferred", summary.deferred));
+            if (summary.errors > 0) { stats.append(stat("errors", "errors", summary.errors)); }
+            if (summary.skippedBy.length > 0) {
+                $('<div class="sendgate-admission-reasons"></div>').text("skipped: " + summary.skippedBy.map(function (r) { return r.reason + " " + r.count; }).join(", ")).appendTo(row);
+            }
+            var extra = [];
+            if (summary.failOpen > 0) { extra.push("fail-open " + summary.failOpen); }
+            if (summary.held > 0) { extra.push("held for later " + summary.held); }
+            if (extra.length > 0) { $('<div class="sendgate-admission-extra"></div>').text(extra.join(" · ")).appendTo(row); }
+            shadowTotals(gate).forEach(function (s) {
+                $('<div class="sendgate-admission-shadow"></div>').attr("data-cap", s.cap_id)
+                    .text("shadow " + s.cap_id + (s.org !== "*" ? " (" + s.org + ")" : "") + " would refuse " + s.would_refuse)
+                    .attr("title", "sends this shadow cap would have stopped since deploy; enforce it to stop them")
+                    .appendTo(row);
+            });
+            var all = totals(gate);
+            row.attr("title", "since deploy: allowed " + all.allowed + ", skipped " + all.skipped + ", deferred " + all.deferred +
+                ", fail-open " + all.failOpen + ", errors " + all.errors);
+            return row;
+        }
+
+        function render() {
+            gatesBox.empty();
+            var shown = 0;
+            Object.keys(latest).sort().forEach(function (configId) {
+                var entry = latest[configId];
+                var message = entry.message;
+                var gates = (message.gates || []).filter(function (g) { return !!RED.nodes.node(g.id); });
+                if (gates.length === 0) { return; }
+                var config = message.config;
+                var block = $('<div class="sendgate-admission-config-block"></div>').attr("data-config", configId).appendTo(gatesBox);
+                var state = [config.store + " " + config.storeState, "held " + config.held];
+                if (config.maxQueued > 0) { state.push("queue " + config.queueLength + "/" + config.maxQueued); }
+                if (config.circuit !== "closed") { state.push("circuit " + config.circuit.replace("_", "-")); }
+                if (config.rulesState !== "ok") { state.push("rules " + config.rulesState); }
+                $('<div class="sendgate-admission-config-head"></div>')
+                    .append($("<b></b>").text(config.name))
+                    .append($('<span class="sendgate-admission-config-state"></span>').text(" " + state.join(" · ")))
+                    .appendTo(block);
+                gates.sort(function (a, b) { return labelOf(RED.nodes.node(a.id)).localeCompare(labelOf(RED.nodes.node(b.id))); })
+                    .forEach(function (g) { block.append(gateRow(g, entry)); shown++; });
+            });
+            empty.toggle(shown === 0);
+        }
+
+        function refreshConfigs() {
+            var selected = configSelect.val();
+            configSelect.empty();
+            RED.nodes.eachConfig(function (n) {
+                if (n.type === "cap-config") { $("<option></option>").attr("value", n.id).text(n.name || n.id).appendTo(configSelect); }
+            });
+            if (selected && configSelect.find("option").filter(function () { return this.value === selected; }).length) { configSelect.val(selected); }
+        }
+
+        function showUsage(body) {
+            result.empty();
+            var rows = usageRows(body);
+            $('<div class="sendgate-admission-usage-head"></div>').text(body.recipient + " on " + body.channel + " (org " + body.org + ")").appendTo(result);
+            if (rows.length === 0) { $('<div class="sendgate-admission-empty"></div>').text("No cap applies on this channel.").appendTo(result); }
+            rows.forEach(function (r) {
+                var cap = $('<div class="sendgate-admission-cap"></div>').attr("data-cap", r.id).toggleClass("sendgate-admission-cap-shadow", r.shadow).appendTo(result);
+                $('<div class="sendgate-admission-cap-head"></div>')
+                    .append($("<b></b>").text(r.id))
+                    .append($("<span></span>").text((r.shadow ? " shadow" : "") + " · " + r.scope + " · " + r.window))
+                    .appendTo(cap);
+                var bar = $('<div class="sendgate-admission-bar"></div>').appendTo(cap);
+                $('<div class="sendgate-admission-bar-fill"></div>').css("width", Math.round(r.fraction * 100) + "%").toggleClass("sendgate-admission-bar-full", r.full).appendTo(bar);
+                var text = r.count + " of " + r.max + " · remaining " + r.remaining;
+                if (r.full) { text += " · " + (r.shadow ? "would refuse; " : "") + "free in " + formatSeconds(r.retry); }
+                $('<div class="sendgate-admission-cap-text"></div>').text(text).appendTo(cap);
+            });
+        }
+
+        function showRefusal(text) {
+            result.empty();
+            $('<div class="sendgate-admission-refusal"></div>').text(text).appendTo(result);
+        }
+
+        inspectButton.on("click", function () {
+            var config = configSelect.val();
+            if (!config) { showRefusal("Add a cap-config to the flows first."); return; }
+            var query = { recipient: String(recipientInput.val() || "").trim(), channel: String(channelInput.val() || "").trim() };
+            var org = String(orgInput.val() || "").trim();
+            if (org) { query.org = org; }
+            if (!query.recipient) { showRefusal("Type a recipient."); return; }
+            result.empty().append($('<div class="sendgate-admission-empty"></div>').text("reading…"));
+            $.ajax({ url: "frequency-cap/" + encodeURIComponent(config) + "/usage", data: query, dataType: "json", cache: false })
+                .done(showUsage)
+                .fail(function (xhr) { showRefusal(refusal(xhr.status, xhr.responseJSON)); });
+        });
+
+        function onMessage(topic, message) {
+            var configId = topic.slice(TOPIC.length + 1);
+            if (!message) { delete latest[configId]; } else { latest[configId] = { message: message, offset: Date.now() - message.at }; }
+            render();
+        }
+
+        var events = ["nodes:add", "nodes:remove", "nodes:change", "flows:loaded", "workspace:change"];
+        function onFlowsChanged() {
+            refreshConfigs();
+            render();
+        }
+
+        RED.sidebar.addTab({
+            id: "sendgate-admission",
+            label: "admission",
+            name: "Admission",
+            iconClass: "fa fa-tachometer",
+            content: content,
+            enableOnEdit: true,
+            onchange: onFlowsChanged
+        });
+        RED.comms.subscribe(TOPIC + "/#", onMessage);
+        events.forEach(function (e) { RED.events.on(e, onFlowsChanged); });
+        // windows slide even when nothing new arrives
+        var timer = setInterval(render, 5000);
+        refreshConfigs();
+
+        return {
+            remove: function () {
+                clearInterval(timer);
+                RED.comms.unsubscribe(TOPIC + "/#", onMessage);
+                events.forEach(function (e) { RED.events.off(e, onFlowsChanged); });
+                RED.sidebar.removeTab("sendgate-admission");
+            }
+        };
+    }
+
+    var api = { model: model, mount: mount };
+    if (typeof module === "object" && module.exports) { module.exports = api; } else { root.SendgateAdmission = api; }
+})(typeof window !== "undefined" ? window : this);
