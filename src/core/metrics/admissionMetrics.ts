@@ -84,9 +84,8 @@ export class AdmissionMetrics {
       collect() {
         this.reset();
         for (const g of gates.values()) {
-          for (const [key, n] of g.left) {
-            const [outcome, reason] = key.split("\u0000") as [string, string];
-            this.inc({ gate: g.id, gate_type: g.type, outcome, reason }, n);
+          for (const [outcome, byReason] of g.left) {
+            for (const [reason, n] of byReason) this.inc({ gate: g.id, gate_type: g.type, outcome, reason }, n);
           }
           for (const [reason, n] of g.errors) this.inc({ gate: g.id, gate_type: g.type, outcome: "error", reason }, n);
         }

@@ -62,18 +62,24 @@ export interface GateSnapshot {
 export class GateCounts {
   /** bumped by every change, so a reader can tell whether anything happened since it last looked */
   version = 0;
-  readonly left = new Map<string, number>();
+  /** msgs that left, by output, then by reason */
+  readonly left = new Map<GateOutput, Map<string, number>>();
   readonly errors = new Map<string, number>();
   readonly held = new Map<string, number>();
   readonly shadow = new Map<string, ShadowCount>();
   private readonly recent: CountsBucket[] = [];
+  /** the bucket in use and when it ends */
+  private current: CountsBucket | undefined;
+  private currentEnds = 0;
 
   constructor(readonly id: string, public type: string, private readonly now: () => number = Date.now) {}
 
   /** A msg left `output`; `reason` is the one its admission names (SPEC §3), checked against the known ones. */
   leftBy(output: GateOutput, reason: unknown): void {
     const label = reasonLabel(reason);
-    bump(this.left, pair(output, label));
+    let byReason = this.left.get(output);
+    if (!byReason) this.left.set(output, (byReason = new Map()));
+    bump(byReason, label);
     const bucket = this.bucket();
     bucket[output]++;
     if (output === "skipped") bucket.skippedBy[label] = (bucket.skippedBy[label] ?? 0) + 1;
@@ -110,10 +116,7 @@ export class GateCounts {
     return {
       id: this.id,
       type: this.type,
-      left: [...this.left].map(([key, count]) => {
-        const [output, reason] = key.split("\u0000") as [GateOutput, string];
-        return { output, reason, count };
-      }),
+      left: [...this.left].flatMap(([output, byReason]) => [...byReason].map(([reason, count]) => ({ output, reason, count }))),
       errors: [...this.errors].map(([reason, count]) => ({ reason, count })),
       held: [...this.held].map(([reason, count]) => ({ reason, count })),
       shadow: [...this.shadow.values()].map((s) => ({ ...s })),
@@ -124,15 +127,16 @@ export class GateCounts {
   /** The bucket of now, made when the first thing happens in it. */
   private bucket(): CountsBucket {
     const now = this.now();
+    if (this.current && now < this.currentEnds && now >= this.current.t) return this.current;
     const t = now - (now % BUCKET_MS);
-    const last = this.recent[this.recent.length - 1];
-    if (last && last.t === t) return last;
     const fresh: CountsBucket = {
       t, allowed: 0, skipped: 0, deferred: 0, errors: 0, failOpen: 0, held: 0, wouldRefuse: 0,
       skippedBy: Object.create(null) as Record<string, number>,
     };
     this.recent.push(fresh);
     if (this.recent.length > BUCKETS) this.recent.shift();
+    this.current = fresh;
+    this.currentEnds = t + BUCKET_MS;
     return fresh;
   }
 }
