@@ -8,12 +8,16 @@
  * inspector that reads a recipient's usage of every cap through the admin
  * API (`GET frequency-cap/:config/usage`) with the editor's own credentials.
  *
- * The pure part (`model`) is also loaded by the tests in Node.
+ * Every text comes from plugins/locales/<lang>/admission-sidebar.json; the
+ * pure part (`model`) takes the translate function and is also loaded by the
+ * tests in Node.
  */
 (function (root) {
     "use strict";
 
     var TOPIC = "sendgate/admission";
+    /** the plugin's message catalog (Node-RED names it after the module and the plugin file) */
+    var CATALOG = "@sendgate/node-red-frequency-cap/admission-sidebar";
     var WINDOW_MS = 5 * 60 * 1000;
     var COLORS = { allowed: "#3c9a5f", skipped: "#d0543e", deferred: "#3b7fc4", errors: "#8a3ab9" };
 
@@ -76,17 +80,23 @@
         return (gate.shadow || []).slice().sort(function (a, b) { return b.would_refuse - a.would_refuse; });
     }
 
-    /** 75 → "1 min 15 s"; null → "never". */
-    function formatSeconds(seconds) {
-        if (seconds === null || seconds === undefined) { return "never"; }
-        if (seconds < 60) { return seconds + " s"; }
-        if (seconds < 3600) { return Math.floor(seconds / 60) + " min" + (seconds % 60 ? " " + (seconds % 60) + " s" : ""); }
-        if (seconds < 86400) { return Math.floor(seconds / 3600) + " h" + (Math.floor(seconds / 60) % 60 ? " " + (Math.floor(seconds / 60) % 60) + " min" : ""); }
-        return Math.floor(seconds / 86400) + " d" + (Math.floor(seconds / 3600) % 24 ? " " + (Math.floor(seconds / 3600) % 24) + " h" : "");
+    /** 75 → "1 min 15 s": the largest unit and, when not zero, the next one; null → "never". */
+    function formatSeconds(seconds, t) {
+        if (seconds === null || seconds === undefined) { return t("time.never"); }
+        var units = [["d", 86400, 24], ["h", 3600, 60], ["min", 60, 60], ["s", 1, 1]];
+        for (var i = 0; i < units.length - 1; i++) {
+            var unit = units[i];
+            if (seconds >= unit[1]) {
+                var next = units[i + 1];
+                var rest = Math.floor(seconds / next[1]) % unit[2];
+                return t("time." + unit[0], { n: Math.floor(seconds / unit[1]) }) + (rest ? " " + t("time." + next[0], { n: rest }) : "");
+            }
+        }
+        return t("time.s", { n: seconds });
     }
 
     /** The usage API's caps as bars: how full each is, what is left, when it frees. */
-    function usageRows(body) {
+    function usageRows(body, t) {
         return ((body && body.caps) || []).map(function (cap) {
             var max = cap.max_count;
             return {
@@ -99,27 +109,25 @@
                 full: cap.remaining <= 0,
                 retry: cap.retry_after_seconds,
                 fraction: max > 0 ? Math.min(1, cap.count / max) : 1,
-                scope: cap.scope === "global" ? "every channel" : cap.channel,
-                window: formatSeconds(cap.window_seconds)
+                scope: cap.scope === "global" ? t("usage.everyChannel") : cap.channel,
+                window: formatSeconds(cap.window_seconds, t)
             };
         });
     }
 
     /** What to tell the user when the usage API refuses. */
-    function refusal(status, body) {
+    function refusal(status, body, t) {
         var said = body && typeof body.error === "string" ? body.error : "";
-        if (status === 401 || status === 403) {
-            return "You are not allowed to read frequency caps: your user needs the frequency-cap.read permission (ask the admin who set up adminAuth).";
-        }
-        if (status === 404) { return "This cap-config is not deployed: deploy the flow first."; }
-        if (status === 400) { return "Check the fields: " + said; }
-        if (status === 503) { return "The store cannot answer now: " + said; }
-        if (status === 0) { return "Node-RED did not answer."; }
-        return "Usage could not be read (HTTP " + status + ")" + (said ? ": " + said : ".");
+        if (status === 401 || status === 403) { return t("refusal.permission"); }
+        if (status === 404) { return t("refusal.notDeployed"); }
+        if (status === 400) { return t("refusal.badInput", { error: said }); }
+        if (status === 503) { return t("refusal.store", { error: said }); }
+        if (status === 0) { return t("refusal.noAnswer"); }
+        return t("refusal.other", { status: status, error: said }).trim();
     }
 
     var model = {
-        TOPIC: TOPIC, WINDOW_MS: WINDOW_MS, COLORS: COLORS,
+        TOPIC: TOPIC, CATALOG: CATALOG, WINDOW_MS: WINDOW_MS, COLORS: COLORS,
         summarize: summarize, totals: totals, shadowTotals: shadowTotals, formatSeconds: formatSeconds,
         usageRows: usageRows, refusal: refusal
     };
@@ -134,8 +142,8 @@
         return el;
     }
 
-    /** One stacked bar per bucket: allowed at the bottom, then deferred, skipped, errors. */
-    function sparkline(bars) {
+    /** One stacked bar per bucket: allowed at the bottom, then deferred, skipped, errors; `labels` names each kind. */
+    function sparkline(bars, labels) {
         var width = 180, height = 28, gap = 1;
         var peak = 1;
         bars.forEach(function (b) { peak = Math.max(peak, b.allowed + b.skipped + b.deferred + b.errors); });
@@ -150,7 +158,7 @@
                 y -= h;
                 var rect = svg("rect", { x: i * barWidth + gap / 2, y: y, width: Math.max(1, barWidth - gap), height: h, fill: COLORS[kind], "data-kind": kind });
                 var title = svg("title", {});
-                title.textContent = kind + " " + b[kind];
+                title.textContent = labels[kind] + " " + b[kind];
                 rect.appendChild(title);
                 chart.appendChild(rect);
             });
@@ -166,31 +174,32 @@
     }
 
     function mount(RED) {
+        function t(key, params) { return RED._(CATALOG + ":admission." + key, params); }
         var latest = {};      // cap-config id -> { message, offset (editor clock - runtime clock) }
         var content = $('<div class="sendgate-admission"></div>');
         var gatesBox = $('<div class="sendgate-admission-gates"></div>');
-        var empty = $('<div class="sendgate-admission-empty"></div>').text("No gate has counted a msg yet. Deploy a flow with a sendgate gate and send it msgs: its counts appear here.");
-        $('<div class="sendgate-admission-section"></div>').text("Gates · last 5 minutes").appendTo(content);
+        var empty = $('<div class="sendgate-admission-empty"></div>').text(t("empty"));
+        $('<div class="sendgate-admission-section"></div>').text(t("gates")).appendTo(content);
         content.append(empty, gatesBox);
 
         // -- inspector
         var inspector = $('<div class="sendgate-admission-inspector"></div>');
-        $('<div class="sendgate-admission-section"></div>').text("Inspector · a recipient's caps").appendTo(content);
+        $('<div class="sendgate-admission-section"></div>').text(t("inspector")).appendTo(content);
         var configSelect = $('<select class="sendgate-admission-config"></select>');
-        var recipientInput = $('<input type="text" class="sendgate-admission-recipient" placeholder="recipient">');
-        var orgInput = $('<input type="text" class="sendgate-admission-org" placeholder="org (the cap-config\'s default)">');
-        var channelInput = $('<input type="text" class="sendgate-admission-channel" placeholder="channel" value="sms" list="sendgate-admission-channels">');
+        var recipientInput = $('<input type="text" class="sendgate-admission-recipient">').attr("placeholder", t("placeholder.recipient"));
+        var orgInput = $('<input type="text" class="sendgate-admission-org">').attr("placeholder", t("placeholder.org"));
+        var channelInput = $('<input type="text" class="sendgate-admission-channel" value="sms" list="sendgate-admission-channels">').attr("placeholder", t("placeholder.channel"));
         var channels = $('<datalist id="sendgate-admission-channels"></datalist>');
         ["sms", "whatsapp", "email", "voice", "rcs", "viber", "line", "messenger", "instagram", "push", "telegram", "in_app"].forEach(function (c) {
             $("<option></option>").attr("value", c).appendTo(channels);
         });
-        var inspectButton = $('<button type="button" class="red-ui-button sendgate-admission-inspect"></button>').text("Inspect");
+        var inspectButton = $('<button type="button" class="red-ui-button sendgate-admission-inspect"></button>').text(t("inspect"));
         var result = $('<div class="sendgate-admission-usage"></div>');
         inspector.append(
-            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("cap-config"), configSelect),
-            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("recipient"), recipientInput),
-            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("org"), orgInput),
-            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text("channel"), channelInput, channels),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text(t("field.config")), configSelect),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text(t("field.recipient")), recipientInput),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text(t("field.org")), orgInput),
+            $('<div class="sendgate-admission-row"></div>').append($("<label></label>").text(t("field.channel")), channelInput, channels),
             $('<div class="sendgate-admission-row"></div>').append($("<label></label>"), inspectButton),
             result
         );
@@ -219,26 +228,27 @@
                 RED.view.reveal(gate.id);
             }).appendTo(head);
             $('<span class="sendgate-admission-gate-where"></span>').text(" " + gate.type + (tab ? " · " + tab.label : "")).appendTo(head);
-            row.append(sparkline(summary.bars));
+            row.append(sparkline(summary.bars, { allowed: t("stat.allowed"), skipped: t("stat.skipped"), deferred: t("stat.deferred"), errors: t("stat.errors") }));
             var stats = $('<div class="sendgate-admission-stats"></div>').appendTo(row);
-            stats.append(stat("allowed", "allowed", summary.allowed), stat("skipped", "skipped", summary.skipped), stat("deferred", "deferred", summary.deferred));
-            if (summary.errors > 0) { stats.append(stat("errors", "errors", summary.errors)); }
+            ["allowed", "skipped", "deferred"].forEach(function (kind) { stats.append(stat(kind, t("stat." + kind), summary[kind])); });
+            if (summary.errors > 0) { stats.append(stat("errors", t("stat.errors"), summary.errors)); }
             if (summary.skippedBy.length > 0) {
-                $('<div class="sendgate-admission-reasons"></div>').text("skipped: " + summary.skippedBy.map(function (r) { return r.reason + " " + r.count; }).join(", ")).appendTo(row);
+                $('<div class="sendgate-admission-reasons"></div>')
+                    .text(t("skippedBy", { reasons: summary.skippedBy.map(function (r) { return r.reason + " " + r.count; }).join(", ") }))
+                    .appendTo(row);
             }
             var extra = [];
-            if (summary.failOpen > 0) { extra.push("fail-open " + summary.failOpen); }
-            if (summary.held > 0) { extra.push("held for later " + summary.held); }
+            if (summary.failOpen > 0) { extra.push(t("failOpen", { count: summary.failOpen })); }
+            if (summary.held > 0) { extra.push(t("held", { count: summary.held })); }
             if (extra.length > 0) { $('<div class="sendgate-admission-extra"></div>').text(extra.join(" · ")).appendTo(row); }
             shadowTotals(gate).forEach(function (s) {
+                var params = { cap: s.cap_id, org: s.org, count: s.would_refuse };
                 $('<div class="sendgate-admission-shadow"></div>').attr("data-cap", s.cap_id)
-                    .text("shadow " + s.cap_id + (s.org !== "*" ? " (" + s.org + ")" : "") + " would refuse " + s.would_refuse)
-                    .attr("title", "sends this shadow cap would have stopped since deploy; enforce it to stop them")
+                    .text(t(s.org !== "*" ? "shadowOrg" : "shadow", params))
+                    .attr("title", t("shadowTitle"))
                     .appendTo(row);
             });
-            var all = totals(gate);
-            row.attr("title", "since deploy: allowed " + all.allowed + ", skipped " + all.skipped + ", deferred " + all.deferred +
-                ", fail-open " + all.failOpen + ", errors " + all.errors);
+            row.attr("title", t("totals", totals(gate)));
             return row;
         }
 
@@ -252,10 +262,10 @@
                 if (gates.length === 0) { return; }
                 var config = message.config;
                 var block = $('<div class="sendgate-admission-config-block"></div>').attr("data-config", configId).appendTo(gatesBox);
-                var state = [config.store + " " + config.storeState, "held " + config.held];
-                if (config.maxQueued > 0) { state.push("queue " + config.queueLength + "/" + config.maxQueued); }
-                if (config.circuit !== "closed") { state.push("circuit " + config.circuit.replace("_", "-")); }
-                if (config.rulesState !== "ok") { state.push("rules " + config.rulesState); }
+                var state = [t("config.store", { store: config.store, state: config.storeState }), t("config.held", { count: config.held })];
+                if (config.maxQueued > 0) { state.push(t("config.queue", { length: config.queueLength, max: config.maxQueued })); }
+                if (config.circuit !== "closed") { state.push(t("config.circuit", { state: config.circuit.replace("_", "-") })); }
+                if (config.rulesState !== "ok") { state.push(t("config.rules", { state: config.rulesState })); }
                 $('<div class="sendgate-admission-config-head"></div>')
                     .append($("<b></b>").text(config.name))
                     .append($('<span class="sendgate-admission-config-state"></span>').text(" " + state.join(" · ")))
@@ -277,19 +287,19 @@
 
         function showUsage(body) {
             result.empty();
-            var rows = usageRows(body);
-            $('<div class="sendgate-admission-usage-head"></div>').text(body.recipient + " on " + body.channel + " (org " + body.org + ")").appendTo(result);
-            if (rows.length === 0) { $('<div class="sendgate-admission-empty"></div>').text("No cap applies on this channel.").appendTo(result); }
+            var rows = usageRows(body, t);
+            $('<div class="sendgate-admission-usage-head"></div>').text(t("usage.head", { recipient: body.recipient, channel: body.channel, org: body.org })).appendTo(result);
+            if (rows.length === 0) { $('<div class="sendgate-admission-empty"></div>').text(t("usage.none")).appendTo(result); }
             rows.forEach(function (r) {
                 var cap = $('<div class="sendgate-admission-cap"></div>').attr("data-cap", r.id).toggleClass("sendgate-admission-cap-shadow", r.shadow).appendTo(result);
                 $('<div class="sendgate-admission-cap-head"></div>')
                     .append($("<b></b>").text(r.id))
-                    .append($("<span></span>").text((r.shadow ? " shadow" : "") + " · " + r.scope + " · " + r.window))
+                    .append($("<span></span>").text((r.shadow ? " " + t("usage.shadow") : "") + " · " + r.scope + " · " + r.window))
                     .appendTo(cap);
                 var bar = $('<div class="sendgate-admission-bar"></div>').appendTo(cap);
                 $('<div class="sendgate-admission-bar-fill"></div>').css("width", Math.round(r.fraction * 100) + "%").toggleClass("sendgate-admission-bar-full", r.full).appendTo(bar);
-                var text = r.count + " of " + r.max + " · remaining " + r.remaining;
-                if (r.full) { text += " · " + (r.shadow ? "would refuse; " : "") + "free in " + formatSeconds(r.retry); }
+                var text = t("usage.text", { count: r.count, max: r.max, remaining: r.remaining });
+                if (r.full) { text += " · " + t(r.shadow ? "usage.wouldRefuse" : "usage.free", { wait: formatSeconds(r.retry, t) }); }
                 $('<div class="sendgate-admission-cap-text"></div>').text(text).appendTo(cap);
             });
         }
@@ -301,15 +311,15 @@
 
         inspectButton.on("click", function () {
             var config = configSelect.val();
-            if (!config) { showRefusal("Add a cap-config to the flows first."); return; }
+            if (!config) { showRefusal(t("refusal.noConfig")); return; }
             var query = { recipient: String(recipientInput.val() || "").trim(), channel: String(channelInput.val() || "").trim() };
             var org = String(orgInput.val() || "").trim();
             if (org) { query.org = org; }
-            if (!query.recipient) { showRefusal("Type a recipient."); return; }
-            result.empty().append($('<div class="sendgate-admission-empty"></div>').text("reading…"));
+            if (!query.recipient) { showRefusal(t("refusal.noRecipient")); return; }
+            result.empty().append($('<div class="sendgate-admission-empty"></div>').text(t("reading")));
             $.ajax({ url: "frequency-cap/" + encodeURIComponent(config) + "/usage", data: query, dataType: "json", cache: false })
                 .done(showUsage)
-                .fail(function (xhr) { showRefusal(refusal(xhr.status, xhr.responseJSON)); });
+                .fail(function (xhr) { showRefusal(refusal(xhr.status, xhr.responseJSON, t)); });
         });
 
         function onMessage(topic, message) {
@@ -326,8 +336,8 @@
 
         RED.sidebar.addTab({
             id: "sendgate-admission",
-            label: "admission",
-            name: "Admission",
+            label: t("label"),
+            name: t("name"),
             iconClass: "fa fa-tachometer",
             content: content,
             enableOnEdit: true,

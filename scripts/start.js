@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 "use strict";
 /**
- * `npm start`: Node-RED 4 on 127.0.0.1:1880 with this package and the demo
+ * `npm start`: Node-RED on 127.0.0.1:1880 with this package and the demo
  * flow loaded, on the embedded memory store: no Redis, no PostgreSQL (SPEC §10).
  *
+ * - builds first only when a source is newer than the last build (`npm ci`
+ *   already built it through `prepare`, so a fresh `npm ci && npm start` builds once);
  * - user dir: `.node-red-user/` in the repo (gitignored);
  * - the package is loaded in place through Node-RED's `nodesDir` setting, which
  *   accepts the directory of a Node-RED module: edits show after a rebuild and
@@ -15,14 +17,17 @@
  */
 const fs = require("fs");
 const path = require("path");
-const { spawn } = require("child_process");
+const { spawn, spawnSync } = require("child_process");
 
 const root = path.resolve(__dirname, "..");
 const userDir = path.join(root, ".node-red-user");
 const flowFile = path.join(userDir, "flows.json");
 const settingsFile = path.join(userDir, "start-settings.js");
 const demoFlow = path.join(root, "examples", "frequency-cap-demo.json");
-const builtNode = path.join(root, "dist", "src", "nodes", "capConfig.js");
+const buildStamp = path.join(root, "dist", ".built");
+const editorBundle = path.join(root, "resources", "sendgate-editor.js");
+/** what the build reads: a change to any of them makes the next start rebuild */
+const buildInputs = ["src", "scripts/build.js", "tsconfig.json", "tsconfig.editor.json", "package-lock.json"];
 
 function fail(text) {
     console.error(`start: ${text}`);
@@ -63,8 +68,25 @@ function writeSettings(uiHost, uiPort) {
     fs.writeFileSync(settingsFile, text);
 }
 
+/** The newest modification time under `entry` (a file or a folder). */
+function newest(entry) {
+    const stat = fs.statSync(entry, { throwIfNoEntry: false });
+    if (!stat) return 0;
+    if (!stat.isDirectory()) return stat.mtimeMs;
+    return fs.readdirSync(entry).reduce((latest, name) => Math.max(latest, newest(path.join(entry, name))), stat.mtimeMs);
+}
+
+function buildIfStale() {
+    const built = fs.existsSync(editorBundle) ? newest(buildStamp) : 0;
+    const changed = Math.max(...buildInputs.map((entry) => newest(path.join(root, entry))));
+    if (built >= changed) return;
+    console.log(built === 0 ? "start: building the package" : "start: sources changed since the last build: building");
+    const result = spawnSync(process.execPath, [path.join(root, "scripts", "build.js")], { cwd: root, stdio: "inherit" });
+    if (result.status !== 0) fail("the build failed");
+}
+
 function main() {
-    if (!fs.existsSync(builtNode)) fail("the package is not built: run `npm run build` (npm start does it for you)");
+    buildIfStale();
     const red = nodeRedScript();
     const uiHost = process.env.HOST || "127.0.0.1";
     const uiPort = port();

@@ -5,6 +5,7 @@ import type { Node, NodeMessage } from "node-red";
 import { gateNodes, helper, type Msg } from "./support/nodeRed";
 import { connectAsync } from "mqtt";
 import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
+import quietHoursGate from "../src/nodes/quietHoursGate";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const coreNodes = [
@@ -109,6 +110,40 @@ describe("examples/", function () {
       assert.equal(seen.get("delivered")?.at(-1)?.recipient, "bob");
       await press("send without recipient");
       assert.match(((seen.get("error")?.[0]?.error) as { message: string }).message, /recipient/);
+    });
+  });
+
+  describe("quiet-hours.json", () => {
+    before(() => helper.startServer());
+    after(() => helper.stopServer());
+    afterEach(() => helper.unload());
+
+    it("lets a recipient without quiet hours and an exempt OTP through, skips what expires first, holds the rest", async () => {
+      const flow = example("quiet-hours.json");
+      await helper.load([...gateNodes, quietHoursGate, ...coreNodes], flow);
+      const outputs = ["allowed", "skipped", "released (deferred)", "error"];
+      const seen = new Map<string, Msg[]>();
+      for (const name of outputs) {
+        const list: Msg[] = [];
+        seen.set(name, list);
+        (helper.getNode(byName(flow, "debug", name)) as Node).on("input", (m: NodeMessage) => list.push(m as Msg));
+      }
+      const total = () => [...seen.values()].reduce((n, l) => n + l.length, 0);
+      const press = async (name: string) => {
+        const before = total();
+        (helper.getNode(byName(flow, "inject", name)) as Node).receive({});
+        for (let t = 0; t < 100 && total() === before; t++) await new Promise((r) => setTimeout(r, 5));
+      };
+      const reasons = (name: string) => (seen.get(name) ?? []).map((m) => (m.admission as { reason?: string }).reason);
+      await press("push to alice (no quiet days)");
+      await press("OTP to bob (exempt category)");
+      assert.deepEqual(reasons("allowed"), [undefined, "exempt"]);
+      await press("push to bob: quiet all day, expires in 10 s");
+      assert.deepEqual(reasons("skipped"), ["defer_expired"]);
+      await press("push to carol: quiet for a minute");
+      assert.equal(total(), 3, "carol's msg is held, not sent");
+      await press("send without a channel");
+      assert.match(((seen.get("error")?.[0]?.error) as { message: string }).message, /channel/);
     });
   });
 

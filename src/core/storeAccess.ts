@@ -40,6 +40,8 @@ export class StoreAccess {
 
   constructor(readonly store: AdmissionStore, options: StoreAccessOptions) {
     this.failMode = options.failMode;
+    // a connection that is ready again is the store's own word that it is well
+    store.onStateChange((state) => { if (state === "ready") this.breaker.reset(); });
     this.failOpen = new FailOpenReporter(options.warn);
     this.queue = store.remote
       ? new SendQueue({

@@ -40,6 +40,12 @@ export class CircuitBreaker {
     return this.probing || now >= this.openUntil ? "half_open" : "open";
   }
 
+  /** The store says it is connected again: the next call need not wait out the cool-down. */
+  reset(): void {
+    this.consecutiveFaults = 0;
+    this.openUntil = 0;
+  }
+
   /** Throws while the circuit is open; returns true when this call is the half-open probe. */
   admit(): boolean {
     if (this.consecutiveFaults < this.threshold) return false;

@@ -6,11 +6,12 @@ import { claimHolder, parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
+import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { refundClaims } from "./refunds";
-import { SendReader, type FieldProps } from "./sendReader";
+import { SendReader, type FieldProps, type RawGateInput } from "./sendReader";
 
 const GATE = "frequency-cap-gate";
 const MODES = ["claim", "check", "record", "release"] as const;
@@ -35,7 +36,7 @@ export default function register(RED: NodeAPI): void {
     const mode = (def.mode || "claim") as Mode;
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     const reader = new SendReader(RED, node, def);
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
     const metrics = gateMetrics(config?.service, node.id, GATE);
 
     let deferMaxMs = 0;
@@ -55,7 +56,7 @@ export default function register(RED: NodeAPI): void {
     if (problem) {
       // a cap-config's own problem is already logged by it; a gate logs its own
       if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem.message.slice(0, 80));
+      status.broken(problem);
     }
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
@@ -63,15 +64,20 @@ export default function register(RED: NodeAPI): void {
       ? releaseHeldMsgs(config.service, node, GATE, status)
       : [];
 
-    async function readSend(msg: AdmittedMsg, service: CapService, lineUp: LineUp): Promise<Send> {
+    /** The msg's send, at once when its fields are msg paths (no extra turn of the event loop). */
+    function readSend(msg: AdmittedMsg, service: CapService, lineUp: LineUp): Send | Promise<Send> {
+      const parsed = (raw: RawGateInput): Send => {
+        const sendData = parseSend(raw, service.sendRules);
+        lineUp(sendData);
+        return sendData;
+      };
       const raw = reader.read(msg);
-      const sendData = parseSend(raw instanceof Promise ? await raw : raw, service.sendRules);
-      lineUp(sendData);
-      return sendData;
+      return raw instanceof Promise ? raw.then(parsed) : parsed(raw);
     }
 
     async function claim(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
-      const sendData = await readSend(msg, service, lineUp);
+      const read = readSend(msg, service, lineUp);
+      const sendData = read instanceof Promise ? await read : read;
       const decision = await service.engine.claim(sendData);
       const admission = capAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),

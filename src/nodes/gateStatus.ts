@@ -1,44 +1,61 @@
 import type { Node, NodeStatusFill, NodeStatusShape } from "node-red";
+import type { FailMode } from "../core/capEngine";
 import type { CapService } from "../core/capService";
+import { ConfigError } from "../core/errors";
 import type { RulesProviderState } from "../core/rulesProvider";
+import { englishMessages } from "../core/schema/catalog";
+import type { Translate } from "../core/schema/messages";
 import type { StoreState } from "../core/stores/admissionStore";
+import { formatCount, statusLine } from "./statusText";
 
 const REFRESH_MS = 250;
-const RECENT_MS = 10_000;
+/** how long fail-open verdicts keep the dot yellow after the last one */
+const RECENT_FAIL_OPEN_MS = 10_000;
+
+interface Health {
+  fill: NodeStatusFill;
+  shape: NodeStatusShape;
+  /** what is wrong, first in the text; absent when all is well */
+  word?: string;
+}
 
 /**
- * A gate's node status: what it counted and how its store is, redrawn at most
- * every 250 ms so a busy gate does not flood the editor.
+ * A gate's node status, as core nodes keep theirs: a short line of counts
+ * (`✓ 1,204 · ✗ 37 · held 3`) that never runs under the next node, and a dot
+ * whose colour is the store's health: green connected, yellow connecting or
+ * failing open, red store down (fail closed), rules unavailable or the node
+ * misconfigured. A bad msg is that msg's problem: it goes to Catch and is
+ * counted, but never colours the dot. Redrawn at most every 250 ms.
  */
 export class GateStatus {
   private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listChanges: 0, released: 0, recorded: 0, deferred: 0 };
   private held = 0;
-  private queuedNow = 0;
+  private waiting = 0;
   private lastFailOpen = 0;
-  private lastError = "";
-  private lastErrorAt = 0;
   private store: StoreState = "ready";
   private rules: RulesProviderState = "ok";
+  private failMode: FailMode = "open";
   private timer: NodeJS.Timeout | undefined;
   /** a fixed problem that outranks every count until redeploy */
   private brokenText: string | undefined;
 
-  constructor(private readonly node: Node, private readonly storeLabel: string) {}
+  constructor(private readonly node: Node, private readonly storeLabel: string, private readonly t: Translate = englishMessages()) {}
 
   allowed(): void { this.counts.allowed++; this.schedule(); }
   skipped(): void { this.counts.skipped++; this.schedule(); }
   failOpen(): void { this.counts.failOpen++; this.lastFailOpen = Date.now(); this.schedule(); }
-  error(text: string): void { this.counts.errors++; this.lastError = text; this.lastErrorAt = Date.now(); this.schedule(); }
+  /** a msg went to Catch: counted, but the dot stays the store's */
+  error(_text?: string): void { this.counts.errors++; this.schedule(); }
   /** a suppress / unsuppress control msg handled */
   listChanged(): void { this.counts.listChanges++; this.schedule(); }
   released(): void { this.counts.released++; this.schedule(); }
   /** a held msg left by the deferred output */
   releasedHeld(): void { this.counts.deferred++; this.schedule(); }
-  /** how many msgs the cap-config's queue holds */
+  /** how many msgs this gate holds in its cap-config's defer queue */
   holding(count: number): void { this.held = count; this.schedule(); }
+  /** how many msgs wait in the cap-config's send queue (shown when > 0) */
+  queued(count: number): void { this.waiting = count; this.schedule(); }
   recorded(): void { this.counts.recorded++; this.schedule(); }
-  /** how many msgs wait in the cap-config's send queue */
-  queued(count: number): void { this.queuedNow = count; this.schedule(); }
   storeState(state: StoreState): void { this.store = state; this.schedule(); }
   rulesState(state: RulesProviderState): void { this.rules = state; this.schedule(); }
 
@@ -46,6 +63,7 @@ export class GateStatus {
   watch(service: CapService): () => void {
     this.store = service.store.state();
     this.rules = service.rules.state();
+    this.failMode = service.settings.failMode;
     const stops = [
       service.store.onStateChange((state) => this.storeState(state)),
       service.rules.onStateChange((state) => this.rulesState(state)),
@@ -55,16 +73,25 @@ export class GateStatus {
     return () => stops.forEach((stop) => stop());
   }
 
-  /** A fixed problem (bad config) that no msg can clear. */
-  broken(text: string): void {
-    this.brokenText = text;
+  /** A fixed problem (no config, a bad setting, an unusable cap-config) that no msg can clear; the full text is logged by the gate. */
+  broken(problem: string | Error): void {
+    this.brokenText = this.brokenWord(problem);
     this.stop();
-    this.node.status({ fill: "red", shape: "ring", text });
+    this.node.status({ fill: "red", shape: "ring", text: this.brokenText });
   }
 
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  private brokenWord(problem: string | Error): string {
+    if (problem instanceof ConfigError) return this.t("sendgate.status.configInvalid");
+    const text = problem instanceof Error ? problem.message : problem;
+    const field = /^([A-Za-z][\w.]*): /.exec(text)?.[1];
+    if (field === "config") return this.t("sendgate.status.noConfig");
+    if (field !== undefined) return statusLine([this.t("sendgate.status.invalid", { field })]);
+    return statusLine([text]);
   }
 
   private schedule(): void {
@@ -75,34 +102,36 @@ export class GateStatus {
     }, REFRESH_MS);
   }
 
-  private draw(): void {
-    const now = Date.now();
-    const { allowed, skipped, failOpen, errors, listChanges, released, recorded } = this.counts;
-    const parts = released > 0 || recorded > 0
-      ? [released > 0 ? `released ${released}` : `recorded ${recorded}`]
-      : [`allowed ${allowed}`, `skipped ${skipped}`];
-    if (listChanges > 0) parts.push(`list changes ${listChanges}`);
-    if (this.counts.deferred > 0) parts.push(`deferred ${this.counts.deferred}`);
-    if (this.held > 0) parts.push(`held ${this.held}`);
-    if (this.queuedNow > 0) parts.push(`${this.queuedNow.toLocaleString("en-US")} queued`);
-    if (failOpen > 0) parts.push(`fail-open ${failOpen}`);
-    if (errors > 0) parts.push(`errors ${errors}`);
-    let fill: NodeStatusFill = "green";
-    let shape: NodeStatusShape = "dot";
-    if (this.store !== "ready") {
-      parts.push(`${this.storeLabel} ${this.store}`);
-      fill = this.store === "down" ? "red" : "yellow";
-      shape = "ring";
-    } else if (this.rules !== "ok") {
-      parts.push(this.rules === "stale" ? "rules db down: last rules serve" : "rules unavailable");
-      fill = this.rules === "stale" ? "yellow" : "red";
-      shape = "ring";
-    } else if (now - this.lastFailOpen < RECENT_MS) {
-      fill = "yellow";
-    } else if (now - this.lastErrorAt < RECENT_MS) {
-      fill = "red";
-      parts.push(`last error: ${this.lastError}`);
+  private health(): Health {
+    const t = this.t;
+    if (this.store === "down") {
+      return this.failMode === "open"
+        ? { fill: "yellow", shape: "ring", word: t("sendgate.status.failOpenDown", { store: this.storeLabel }) }
+        : { fill: "red", shape: "ring", word: t("sendgate.status.storeDown", { store: this.storeLabel }) };
     }
-    this.node.status({ fill, shape, text: parts.join(" · ") });
+    if (this.store === "connecting") return { fill: "yellow", shape: "ring", word: t("sendgate.status.connecting") };
+    if (this.rules === "unavailable") return { fill: "red", shape: "ring", word: t("sendgate.status.rulesDown") };
+    if (this.rules === "stale") return { fill: "yellow", shape: "ring", word: t("sendgate.status.rulesStale") };
+    if (Date.now() - this.lastFailOpen < RECENT_FAIL_OPEN_MS) return { fill: "yellow", shape: "dot", word: t("sendgate.status.failOpen") };
+    return { fill: "green", shape: "dot" };
+  }
+
+  private counted(key: string, count: number): string {
+    return this.t(`sendgate.status.${key}`, { count: formatCount(count) });
+  }
+
+  private draw(): void {
+    const { allowed, skipped, errors, listChanges, released, recorded } = this.counts;
+    const health = this.health();
+    const parts: string[] = health.word === undefined ? [] : [health.word];
+    if (released > 0) parts.push(this.counted("released", released));
+    else if (recorded > 0) parts.push(this.counted("recorded", recorded));
+    else parts.push(this.counted("allowed", allowed), this.counted("skipped", skipped));
+    // the send queue first: msgs waiting for the store say more about its health than msgs held by design
+    if (this.waiting > 0) parts.push(this.counted("queued", this.waiting));
+    if (this.held > 0) parts.push(this.counted("held", this.held));
+    if (errors > 0) parts.push(this.counted("caught", errors));
+    if (listChanges > 0) parts.push(this.counted("listChanges", listChanges));
+    this.node.status({ fill: health.fill, shape: health.shape, text: statusLine(parts) });
   }
 }

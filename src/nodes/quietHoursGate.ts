@@ -5,6 +5,7 @@ import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHou
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
+import { runtimeMessages } from "./i18n";
 import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
@@ -60,7 +61,7 @@ export default function register(RED: NodeAPI): void {
     // this gate's `timezone` property is its default zone (SPEC §11), so the recipient's zone is always msg.timezone
     // attributes and recipientLimits mean nothing to quiet hours: not read, so a malformed one cannot stop a send here
     const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits"].includes(f)));
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
     const metrics = gateMetrics(config?.service, node.id, GATE);
 
     let settings: ReturnType<typeof settingsOf> | undefined;
@@ -74,7 +75,7 @@ export default function register(RED: NodeAPI): void {
     else if (config.problem) problem = config.problem;
     if (problem) {
       if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem.message.slice(0, 80));
+      status.broken(problem);
     }
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;

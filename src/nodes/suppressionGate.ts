@@ -6,6 +6,7 @@ import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
 import { gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
+import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -33,7 +34,7 @@ export default function register(RED: NodeAPI): void {
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     const duplicateWindow = windowSeconds(def.duplicateWindow);
     const reader = new SendReader(RED, node, def, SEND_FIELDS);
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store");
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
     const metrics = gateMetrics(config?.service, node.id, GATE);
 
     const problem = !config
@@ -42,7 +43,7 @@ export default function register(RED: NodeAPI): void {
     if (problem) {
       // a cap-config's own problem is already logged by it; a gate logs its own
       if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem.message.slice(0, 80));
+      status.broken(problem);
     }
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
 

@@ -129,6 +129,9 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     assert.ok(await cap.locator("svg.sendgate-admission-spark rect[data-kind='allowed']").count() >= 1, "the sparkline has bars");
     assert.ok(await cap.locator("svg.sendgate-admission-spark rect[data-kind='skipped']").count() >= 1);
     assert.match(await page.locator(".sendgate-admission-config-block[data-config='caps'] .sendgate-admission-config-head").innerText(), /demo caps.*memory ready.*held 0/);
+    // every text from the plugin's catalog: a missing key would show itself
+    assert.doesNotMatch(await page.locator("#red-ui-sidebar").innerText(), /admission-sidebar:|admission\.[a-zA-Z]/);
+    assert.equal((await page.locator("#red-ui-tab-sendgate-admission").innerText()).trim(), "admission");
 
     await page.selectOption(".sendgate-admission-config", "caps");
     await page.fill(".sendgate-admission-recipient", "alice");

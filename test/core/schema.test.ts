@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";
 import { RuleValidationError } from "../../src/core/errors";
-import { validateRules } from "../../src/core/schema/validateRules";
+import { englishMessages } from "../../src/core/schema/catalog";
+import { describeRuleSetProblem } from "../../src/core/schema/ruleMessages";
+import { findRuleSetProblems, type RuleProblemCode } from "../../src/core/schema/ruleProblems";
+import { ruleProblems, validateRules } from "../../src/core/schema/validateRules";
 
 function problemsOf(rules: unknown): string[] {
   try {
@@ -32,7 +35,7 @@ describe("core/schema: validateRules", () => {
     assert.equal(validateRules([{ id: "s", scope: "global", max_count: 1, window_seconds: 60, enforcement: "shadow" }])[0]?.enforcement, "shadow");
     assert.equal(validateRules([{ id: "e", scope: "global", max_count: 1, window_seconds: 60, enforcement: "enforce" }])[0]?.enforcement, "enforce");
     const problems = problemsOf([{ id: "s", scope: "global", max_count: 1, window_seconds: 60, enforcement: "dry-run" }]);
-    assert.deepEqual(problems, ['rule 0 ("s") enforcement: must be one of ["enforce","shadow"]']);
+    assert.deepEqual(problems, ['rule 1 ("s") enforcement: must be one of enforce, shadow']);
   });
 
   it("refuses a global rule that names a channel", () => {
@@ -56,11 +59,11 @@ describe("core/schema: validateRules", () => {
       { id: "b", scope: "sideways", max_count: 2.5, window_seconds: -1 },
     ]);
     const text = problems.join("\n");
-    assert.match(text, /rule 0 \("a"\) max_count/);
-    assert.match(text, /rule 0 \("a"\) rule: unknown property "colour"/);
-    assert.match(text, /rule 1 \("b"\) scope: must be one of/);
-    assert.match(text, /rule 1 \("b"\) max_count/);
-    assert.match(text, /rule 1 \("b"\) window_seconds/);
+    assert.match(text, /rule 1 \("a"\) max_count: must be a whole number from 1 to 1000000/);
+    assert.match(text, /rule 1 \("a"\) unknown property "colour"/);
+    assert.match(text, /rule 2 \("b"\) scope: must be "channel" or "global"/);
+    assert.match(text, /rule 2 \("b"\) max_count: must be a whole number from 1 to 1000000/);
+    assert.match(text, /rule 2 \("b"\) window_seconds: must be a whole number of seconds from 1 to 31622400/);
   });
 
   it("refuses duplicate ids within one org, and unknown dispositions and window types", () => {
@@ -68,13 +71,13 @@ describe("core/schema: validateRules", () => {
       { id: "a", scope: "global", max_count: 1, window_seconds: 1 },
       { id: "a", scope: "global", max_count: 2, window_seconds: 1 },
     ]);
-    assert.ok(dup.some((p) => /duplicate of rule 0/.test(p)));
+    assert.ok(dup.some((p) => /^rule 2 \("a"\) id: duplicate of rule 1$/.test(p)), dup.join("\n"));
     const defer = problemsOf([{ id: "a", scope: "global", max_count: 1, window_seconds: 1, disposition: "explode", window_type: "lunar" }]);
     assert.ok(defer.some((p) => /disposition/.test(p)));
   });
 
   it("refuses something that is not a list", () => {
-    assert.deepEqual(problemsOf({ id: "a" }), ["rules: must be an array of caps"]);
+    assert.deepEqual(problemsOf({ id: "a" }), ["rules: must be a JSON array of caps"]);
   });
 });
 
@@ -84,6 +87,36 @@ describe("core/schema: ids shared between an every-org rule and an org rule", ()
       { id: "x", scope: "global", max_count: 3, window_seconds: 60 },
       { id: "x", org: "default", scope: "global", max_count: 3, window_seconds: 60 },
     ]);
-    assert.ok(problems.some((p) => /rule 1 \("x"\) id: also the id of rule 0, which applies to every org/.test(p)), problems.join("\n"));
+    assert.ok(problems.some((p) => /rule 2 \("x"\) id: also the id of rule 1, which applies to every org/.test(p)), problems.join("\n"));
+  });
+});
+
+describe("core/schema: one wording per problem", () => {
+  it("words a field's problem the same whichever keyword failed (type, bounds, whole number)", () => {
+    const texts = [0, 2.5, "3", 2_000_000].map((max_count) => ruleProblems({ id: "a", scope: "global", max_count, window_seconds: 60 }));
+    for (const problems of texts) assert.deepEqual(problems, ["max_count: must be a whole number from 1 to 1000000"]);
+  });
+
+  it("names a rule's problems as data: the field, a catalog code and its params, rules counted from 1", () => {
+    const found = findRuleSetProblems([
+      { id: "ok", scope: "global", max_count: 1, window_seconds: 60 },
+      { id: "m", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60, match: { campaign_id: [] }, per: ["a", "a"] },
+    ], DEFAULT_CHANNELS);
+    assert.deepEqual(found.map((p) => [p.rule, p.id, p.field, p.code]), [
+      [2, "m", "per", "uniqueItems"],
+      [2, "m", "match.campaign_id", "matchValues"],
+    ]);
+  });
+
+  it("takes every text from the message catalog: a missing catalog entry would show its key", () => {
+    const codes: RuleProblemCode[] = ["notArray", "notObject", "unknownProperty", "required", "text", "name", "boolean", "scope",
+      "wholeNumber", "windowSeconds", "oneOf", "list", "uniqueItems", "maxItems", "match", "matchValues", "timestamp",
+      "channelMissing", "channelStar", "globalChannel", "unknownChannel", "duplicateId", "everyOrgId"];
+    const t = englishMessages();
+    for (const code of codes) {
+      const text = describeRuleSetProblem({ rule: 3, id: "x", field: "f", code, params: {} }, t);
+      assert.ok(!text.includes("sendgate.rules"), `${code}: ${text}`);
+      assert.match(text, /^rule 3 \("x"\) f: /);
+    }
   });
 });

@@ -8,6 +8,16 @@ import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
 const RECIPIENTS = 10_000;
 const ONE_PER_TEN_MINUTES = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
 
+/**
+ * A store call's timeout for the bursts here. The burst takes seconds to
+ * drain through the test helper, so a timeout that counted the wait in the
+ * queue (as 0.1's did) fails most of it open even at a second; one that counts
+ * only the call's own round trip fails none. Not the default 50 ms: this suite
+ * may share two cores with other work, which can starve Redis itself for
+ * longer; `npm run bench` drains bursts with the defaults.
+ */
+const BURST_TIMEOUT_MS = 1000;
+
 function reasonOf(msg: Msg | undefined): string | undefined {
   return (msg?.admission as { reason?: string } | undefined)?.reason;
 }
@@ -52,7 +62,7 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
   for (const store of ["memory", "redis"] as const) {
     it(`on the ${store} store: 10,000 allowed, 10,000 skipped, none failed open, each recipient in order`, async () => {
       const keyPrefix = uniquePrefix(`burst-${store}`);
-      const flow = await deployGateFlow({ store, config: { keyPrefix }, rules: ONE_PER_TEN_MINUTES });
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
       const shown: string[] = [];
       const original = flow.gate.status.bind(flow.gate);
       flow.gate.status = (s) => { if (typeof s !== "string") shown.push(String(s.text)); original(s); };
@@ -60,7 +70,7 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
       await flow.out.until(sent, 90_000);
       assertExact(flow);
       if (store === "redis") {
-        assert.ok(shown.some((text) => /[\d,]+ queued/.test(text)), `the status showed the send queue: ${shown.join(" | ")}`);
+        assert.ok(shown.some((text) => /queued [\d,]+/.test(text)), `the status showed the send queue: ${shown.join(" | ")}`);
         assert.equal(await redis.dbsize() > 0, true);
         await dropPrefix(redis, keyPrefix);
       }
@@ -69,7 +79,7 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
 
   it("with failMode closed, puts nothing in Catch", async () => {
     const keyPrefix = uniquePrefix("burst-closed");
-    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, failMode: "closed" }, rules: ONE_PER_TEN_MINUTES });
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, failMode: "closed", timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
     await flow.out.until(burst(flow), 90_000);
     assertExact(flow);
     await dropPrefix(redis, keyPrefix);
@@ -77,7 +87,7 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
 
   it("past maxQueued, gives the msgs beyond the bound reason overloaded and exact verdicts to the rest", async () => {
     const keyPrefix = uniquePrefix("burst-bound");
-    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000 }, rules: ONE_PER_TEN_MINUTES });
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
     const recipients = 2_500;
     await flow.out.until(burst(flow, recipients), 60_000);
     const overloaded = flow.out.of("allowed").filter((m) => reasonOf(m) === "overloaded");
@@ -104,7 +114,7 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     await cluster.start();
     try {
       const flow = await deployGateFlow({
-        store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("burst-cluster") }, rules: ONE_PER_TEN_MINUTES,
+        store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("burst-cluster"), timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES,
       });
       await flow.out.until(burst(flow), 90_000);
       assertExact(flow);

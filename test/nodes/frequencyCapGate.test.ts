@@ -234,7 +234,7 @@ for (const store of ["memory", "redis"] as const) {
       });
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "m" }]);
       const message = (flow.out.of("caught")[0]?.error as { message: string }).message;
-      assert.match(message, /rule 0 \("bad"\) channel: a global cap must not name a channel/);
+      assert.match(message, /rule 1 \("bad"\) channel: a global cap must not name a channel/);
     });
 
     it("refuses a mode this version does not have, and keeps saying so in its status", async () => {
@@ -262,7 +262,7 @@ for (const store of ["memory", "redis"] as const) {
       ]);
       await new Promise((r) => setTimeout(r, 400));
       const last = shown[shown.length - 1];
-      assert.equal(last?.text, "allowed 1 · skipped 2");
+      assert.equal(last?.text, "✓ 1 · ✗ 2");
       assert.equal(last?.fill, "green");
     });
   });

@@ -10,6 +10,18 @@ type Admission = {
   suppression?: { channel: string; reason?: string; at?: string }; duplicate_of?: string; retry_after_seconds?: number;
 };
 const admissionOf = (m: Msg | undefined) => m?.admission as Admission;
+
+/** Waits until the block list holds `count` entries (a control msg's write has landed), read through the admin API. */
+async function listed(count: number, config = "cfgA"): Promise<void> {
+  let entries = -1;
+  for (let i = 0; i < 200; i++) {
+    const res = await helper.request().get(`/frequency-cap/${config}/suppressions`);
+    entries = (res.body as { entries?: unknown[] }).entries?.length ?? -1;
+    if (entries === count) return;
+    await sleep(10);
+  }
+  throw new Error(`the block list holds ${entries} entries, not ${count}`);
+}
 const reasons = (list: Msg[]) => list.map((m) => admissionOf(m).reason);
 
 for (const store of ["memory", "redis"] as const) {
@@ -34,7 +46,7 @@ for (const store of ["memory", "redis"] as const) {
     it("skips an opted-out recipient before the cap, consuming no slot; unsuppress lets it through", async () => {
       const chain = await deployChain({ store, keyPrefix, rules: oneASms });
       chain.node("sup").receive({ topic: "suppress", recipient: "bob", channel: "sms", reason: "STOP" });
-      await sleep(100);
+      await listed(1);
       assert.equal(chain.out.total(), 0, "a control msg is not passed on");
       await push(chain, "sup", { recipient: "bob", channel: "sms", messageId: "m1", payload: "hi" });
       const [optedOut] = chain.out.of("skipped");
@@ -44,7 +56,7 @@ for (const store of ["memory", "redis"] as const) {
       assert.ok(Date.parse(admissionOf(optedOut).suppression?.at ?? "") > Date.now() - 60_000);
 
       chain.node("sup").receive({ topic: "unsuppress", recipient: "bob", channel: "sms" });
-      await sleep(100);
+      await listed(0);
       await push(chain, "sup", { recipient: "bob", channel: "sms", messageId: "m2", payload: "hello" });
       await push(chain, "sup", { recipient: "bob", channel: "sms", messageId: "m3", payload: "hello again" });
       // the cap of one had room for m2: the opted-out m1 never took its slot
@@ -56,7 +68,7 @@ for (const store of ["memory", "redis"] as const) {
       const chain = await deployChain({ store, keyPrefix, rules: [] });
       chain.node("sup").receive({ topic: "suppress", recipient: "all-out" });
       chain.node("sup").receive({ topic: "suppress", recipient: "sms-out", channel: "sms" });
-      await sleep(100);
+      await listed(2);
       for (const [recipient, channel] of [["all-out", "sms"], ["all-out", "email"], ["sms-out", "sms"], ["sms-out", "email"]]) {
         await push(chain, "sup", { recipient, channel, messageId: `${recipient}-${channel}`, payload: channel });
       }
@@ -127,7 +139,7 @@ for (const store of ["memory", "redis"] as const) {
     it("keeps the block list across a redeploy", async () => {
       let chain = await deployChain({ store, keyPrefix, rules: [] });
       chain.node("sup").receive({ topic: "suppress", recipient: "kept", reason: "complaint" });
-      await sleep(100);
+      await listed(1);
       await helper.unload();
       chain = await deployChain({ store, keyPrefix, rules: [] });
       await push(chain, "sup", { recipient: "kept", channel: "push", messageId: "k1", payload: "x" });
@@ -137,7 +149,7 @@ for (const store of ["memory", "redis"] as const) {
     it("warns when an exempt tier is skipped, and still skips it", async () => {
       const chain = await deployChain({ store, keyPrefix, rules: [] });
       chain.node("sup").receive({ topic: "suppress", recipient: "vip" });
-      await sleep(100);
+      await listed(1);
       await push(chain, "sup", { recipient: "vip", channel: "sms", tier: "P0", messageId: "t1", payload: "x" });
       assert.equal(chain.out.of("skipped").length, 1);
       const spy = helper.log() as unknown as { args: [{ level: number; msg: unknown }][] };

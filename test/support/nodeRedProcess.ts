@@ -1,10 +1,25 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { freePort } from "./ports";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
+
+/**
+ * Which Node-RED runs, and on which Node: the dev dependency on this Node by
+ * default; `SENDGATE_NODE_RED` (a red.js) and `SENDGATE_NODE` (a node binary)
+ * choose another, as .ci/run does to run the real-Node-RED tests on Node-RED 5
+ * and Node 22 from ci/node-red-5.
+ */
+export const NODE_RED_SCRIPT = process.env.SENDGATE_NODE_RED || require.resolve("node-red/red.js");
+export const NODE_BINARY = process.env.SENDGATE_NODE || process.execPath;
+
+/** The version of the Node-RED that NODE_RED_SCRIPT starts. */
+export function nodeRedVersion(): string {
+  const pkg = JSON.parse(readFileSync(resolve(dirname(NODE_RED_SCRIPT), "package.json"), "utf8")) as { version: string };
+  return pkg.version;
+}
 
 /**
  * A real Node-RED process (node-red/red.js) with this package loaded from the
@@ -33,7 +48,7 @@ export class NodeRedProcess {
     };
     const settingsFile = join(this.userDir, "settings.js");
     writeFileSync(settingsFile, `module.exports = ${JSON.stringify(settings)};\n`);
-    const child = spawn(process.execPath, [require.resolve("node-red/red.js"), "-u", this.userDir, "-s", settingsFile], {
+    const child = spawn(NODE_BINARY, [NODE_RED_SCRIPT, "-u", this.userDir, "-s", settingsFile], {
       cwd: ROOT, stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;

@@ -140,8 +140,6 @@ export class SendQueue {
       this.inFlight++;
       void this.dispatch(batch).finally(() => {
         this.inFlight--;
-        this.pending -= batch.length;
-        if (this.pending === 0) this.overloaded = false;
         this.notify();
         this.schedule();
       });
@@ -160,12 +158,20 @@ export class SendQueue {
     await Promise.all([...byLane].map(([lane, group]) => this.send(lane, group)));
   }
 
+  /** An item is answered: it no longer counts towards maxQueued (an overload episode ends once none is left). */
+  private answer(waiting: Waiting, failure: StoreUnavailableError | undefined, result?: unknown): void {
+    this.pending--;
+    if (this.pending === 0) this.overloaded = false;
+    if (failure) waiting.reject(failure);
+    else waiting.resolve(result);
+  }
+
   private async send(lane: Lane<unknown, unknown>, group: Waiting[]): Promise<void> {
     let isProbe: boolean;
     try {
       isProbe = this.options.breaker.admit();
     } catch (err) {
-      for (const w of group) w.reject(asStoreFailure(err));
+      for (const w of group) this.answer(w, asStoreFailure(err));
       return;
     }
     const sentAt = performance.now();
@@ -178,11 +184,11 @@ export class SendQueue {
         const result = results[i];
         if (result instanceof StoreUnavailableError) {
           fault ??= result;
-          w.reject(result);
+          this.answer(w, result);
         } else if (i >= results.length) {
-          w.reject(new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
+          this.answer(w, new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
         } else {
-          w.resolve(result);
+          this.answer(w, undefined, result);
         }
       });
       // on a cluster one slot's call can fail while the others answer
@@ -192,7 +198,7 @@ export class SendQueue {
       const failure = asStoreFailure(err);
       this.report(lane, group.length, performance.now() - sentAt, failure);
       this.options.breaker.settle(isProbe, failure);
-      for (const w of group) w.reject(failure);
+      for (const w of group) this.answer(w, failure);
     }
   }
 

@@ -46,7 +46,8 @@ function connectionOptions(password: string | undefined): RedisOptions {
     maxRetriesPerRequest: 0,
     enableOfflineQueue: true,
     connectTimeout: 2000,
-    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+    // back within a quarter second of Redis returning: a gate recovers by itself, without a redeploy
+    retryStrategy: (times: number) => Math.min(50 * times, 250),
   };
 }
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+"use strict";
+/**
+ * `npm run build`: the runtime and the tests (tsc → dist/), then the editor
+ * (src/editor, type-checked by tsc and bundled by esbuild with the schema code
+ * it shares with the runtime → resources/sendgate-editor.js, which every node's
+ * HTML loads). Ends by writing dist/.built, which `npm start` compares with the
+ * sources to build only when something changed.
+ */
+const { execFileSync } = require("child_process");
+const fs = require("fs");
+const path = require("path");
+
+const root = path.resolve(__dirname, "..");
+const tsc = require.resolve("typescript/bin/tsc", { paths: [root] });
+
+function run(args) {
+    execFileSync(process.execPath, [tsc, ...args], { cwd: root, stdio: "inherit" });
+}
+
+function main() {
+    fs.rmSync(path.join(root, "dist"), { recursive: true, force: true });
+    run(["-p", "tsconfig.json"]);
+    run(["-p", "tsconfig.editor.json"]);
+    require("esbuild").buildSync({
+        absWorkingDir: root,
+        entryPoints: ["src/editor/ui/index.ts"],
+        bundle: true,
+        format: "iife",
+        platform: "browser",
+        target: "es2019",
+        minify: true,
+        sourcemap: true,
+        legalComments: "none",
+        outfile: "resources/sendgate-editor.js",
+        loader: { ".css": "text" },
+        logLevel: "warning",
+    });
+    fs.writeFileSync(path.join(root, "dist", ".built"), `${new Date().toISOString()}\n`);
+}
+
+main();

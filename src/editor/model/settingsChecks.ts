@@ -1,0 +1,80 @@
+import type { Translate } from "../../core/schema/messages";
+import { isAbsent, splitList } from "./lists";
+
+/**
+ * The cap-config dialog's checks of its own settings, as the runtime reads
+ * them (src/core/capSettings.ts): each returns the catalog's text, or null.
+ */
+const PG_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+const PG_MAX_IDENTIFIER = 63;
+const K = "cap-config.errors";
+
+export function oneOfProblem(value: unknown, allowed: readonly string[], t: Translate): string | null {
+  if (isAbsent(value) || (typeof value === "string" && allowed.includes(value))) return null;
+  return t(`${K}.oneOf`, { allowed: allowed.join(", "), value: JSON.stringify(value) });
+}
+
+export function redisUrlProblem(value: unknown, t: Translate): string | null {
+  if (typeof value !== "string" || value === "" || /^rediss?:\/\//.test(value)) return null;
+  return t(`${K}.redisUrl`);
+}
+
+export function redisNodesProblem(value: unknown, t: Translate): string | null {
+  const nodes = Array.isArray(value) ? value.map(String) : splitList(value);
+  if (nodes.length === 0) return t(`${K}.redisNodesMissing`);
+  const bad = nodes.filter((n) => !/^[^\s:]+:\d{1,5}$/.test(n.trim()));
+  return bad.length === 0 ? null : t(`${K}.redisNodesBad`, { nodes: bad.join(", ") });
+}
+
+/** Anything but non-empty text means the default prefix, fc. */
+export function keyPrefixProblem(value: unknown, t: Translate): string | null {
+  return typeof value === "string" && /[{}]/.test(value) ? t(`${K}.keyPrefix`) : null;
+}
+
+/** `table` or `schema.table`, each part a lowercase SQL identifier (src/core/pgRules/tableName.ts); "" means the default. */
+export function pgTableProblem(value: unknown, t: Translate): string | null {
+  if (typeof value !== "string" || value === "") return null;
+  const parts = value.split(".");
+  if (parts.length > 2) return t(`${K}.pgTableForm`, { text: value });
+  for (const part of parts) {
+    if (!PG_IDENTIFIER.test(part)) return t(`${K}.pgTableIdentifier`, { part });
+    if (part.length > PG_MAX_IDENTIFIER) return t(`${K}.pgTableLength`, { part, max: PG_MAX_IDENTIFIER });
+  }
+  return null;
+}
+
+/** Inline rules held while the source is PostgreSQL are ignored, but text that is not JSON at all is still refused. */
+export function parkedRulesProblem(value: unknown, t: Translate): string | null {
+  if (typeof value !== "string" || value === "") return null;
+  try {
+    JSON.parse(value);
+    return null;
+  } catch (err) {
+    return t(`${K}.rulesJson`, { error: (err as Error).message });
+  }
+}
+
+export function timeoutProblem(value: unknown, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isFinite(n) && n > 0 ? null : t(`${K}.timeout`);
+}
+
+export function maxQueuedProblem(value: unknown, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 1 ? null : t(`${K}.maxQueued`);
+}
+
+/** A list property as the runtime reads it: absent, comma-separated text or an array of strings. */
+export function stringListProblem(value: unknown, t: Translate): string | null {
+  if (value === undefined || value === null || typeof value === "string") return null;
+  return Array.isArray(value) && value.every((s) => typeof s === "string") ? null : t(`${K}.list`);
+}
+
+/** Whole seconds from `min`, or absent (the runtime's default). */
+export function secondsProblem(value: unknown, min: number, what: string, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= min ? null : t("sendgate.common.secondsFrom", { what, min });
+}

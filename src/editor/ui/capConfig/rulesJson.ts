@@ -1,0 +1,62 @@
+import { checkRules } from "../../model/ruleChecks";
+import { t } from "../i18n";
+import type { AceEditor } from "../red";
+
+const MAX_SHOWN_PROBLEMS = 8;
+
+/** The caps as JSON text, to paste or copy, checked as it is typed with the same messages as the table and the runtime. */
+export class RulesJson {
+  readonly editor: AceEditor;
+
+  constructor(editorId: string, text: string, private readonly problemsBox: JQuery, private readonly channels: () => string[]) {
+    this.editor = RED.editor.createEditor({ id: editorId, mode: "json", value: text });
+    this.editor.getSession().on("change", () => this.showProblems());
+  }
+
+  text(): string {
+    return this.editor.getValue();
+  }
+
+  setText(text: string): void {
+    this.editor.setValue(text, -1);
+    this.showProblems();
+  }
+
+  /** Opens the text in Node-RED's large JSON editor. */
+  expand(): void {
+    RED.editor.editJSON({
+      title: t("cap-config.rules.jsonEditorTitle"),
+      value: this.text(),
+      complete: (value) => this.setText(value),
+    });
+  }
+
+  showProblems(): void {
+    const text = this.text();
+    const problems = checkRules(text.trim() === "" ? [] : text, this.channels(), t);
+    const box = this.problemsBox.empty();
+    if (problems.length === 0) {
+      let count = 0;
+      try {
+        count = text.trim() === "" ? 0 : (JSON.parse(text) as unknown[]).length;
+      } catch {
+        count = 0;
+      }
+      box.removeClass("node-config-cap-invalid").addClass("node-config-cap-valid")
+        .text(count === 0 ? t("cap-config.rules.none") : count === 1 ? t("cap-config.rules.validOne") : t("cap-config.rules.valid", { count }));
+      return;
+    }
+    box.removeClass("node-config-cap-valid").addClass("node-config-cap-invalid");
+    const list = $("<ul></ul>").appendTo(box);
+    for (const p of problems.slice(0, MAX_SHOWN_PROBLEMS)) $("<li></li>").text(p).appendTo(list);
+    if (problems.length > MAX_SHOWN_PROBLEMS) $("<li></li>").text(t("cap-config.rules.more", { count: problems.length - MAX_SHOWN_PROBLEMS })).appendTo(list);
+  }
+
+  resize(): void {
+    this.editor.resize();
+  }
+
+  destroy(): void {
+    this.editor.destroy();
+  }
+}

@@ -1,0 +1,221 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { DEFAULT_CHANNELS } from "../../src/core/channels";
+import { RuleValidationError } from "../../src/core/errors";
+import { ruleProblems, validateRules } from "../../src/core/schema/validateRules";
+import { launchChromium } from "../support/chromium";
+import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
+
+/**
+ * The editor as a person uses it, in Chromium against a Node-RED this test
+ * starts: the palette, each dialog, the rules table, deploying, and importing
+ * the examples from the menu.
+ */
+/** The editor's global, as the page.evaluate callbacks below see it. */
+declare const RED: { nodes: { filterNodes(filter: { type: string }): { id: string }[] } };
+
+const GATES = ["suppression-gate", "frequency-cap-gate", "quiet-hours-gate"] as const;
+const PALETTE_LABELS: Record<string, string> = { "suppression-gate": "suppress", "frequency-cap-gate": "freq cap", "quiet-hours-gate": "quiet hours" };
+/** an i18n key shown instead of its text: a key missing from the catalogs the editor loaded */
+const RAW_KEY = /(?:^|[\s"(])(?:cap-config|sendgate|frequency-cap-gate|suppression-gate|quiet-hours-gate|common\.label)\.[a-zA-Z][\w.]*/;
+const EXAMPLES = ["ad-eligibility", "admission-chain", "frequency-cap-demo", "http-api-429", "quiet-hours"];
+
+function helpFirstSentence(type: string): string {
+  const html = readFileSync(join(ROOT, "nodes", "locales", "en-US", `${type}.html`), "utf8");
+  return (/<p>([^<]*)<\/p>/.exec(html)?.[1] ?? "").trim();
+}
+
+describe("the editor in Chromium [browser]", function () {
+  this.timeout(120_000);
+  const dir = mkdtempSync(join(tmpdir(), "sendgate-editor-"));
+  const flowFile = join(dir, "flows.json");
+  writeFileSync(flowFile, "[]");
+  const red = new NodeRedProcess(flowFile);
+  let browser: Browser;
+  let page: Page;
+  let pageErrors: string[] = [];
+
+  before(async () => {
+    await red.start();
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await red.stop();
+    red.cleanUp();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A fresh editor page on what the runtime has deployed. */
+  beforeEach(async () => {
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    pageErrors = [];
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(red.baseUrl);
+    await page.waitForSelector(".red-ui-palette-node[data-palette-type='frequency-cap-gate']", { timeout: 60_000 });
+  });
+  afterEach(async () => {
+    await page.close();
+    assert.deepEqual(pageErrors, [], "errors thrown in the editor page");
+  });
+
+  async function dragFromPalette(type: string, x: number, y: number): Promise<string> {
+    const before = await page.evaluate((t) => RED.nodes.filterNodes({ type: t }).map((n: { id: string }) => n.id), type);
+    const paletteNode = page.locator(`.red-ui-palette-node[data-palette-type='${type}']`);
+    await paletteNode.scrollIntoViewIfNeeded();
+    const box = await paletteNode.boundingBox();
+    assert.ok(box, `${type} is not in the palette`);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(x, y, { steps: 12 });
+    await page.mouse.up();
+    const after = await page.evaluate((t) => RED.nodes.filterNodes({ type: t }).map((n: { id: string }) => n.id), type);
+    const added = after.filter((id: string) => !before.includes(id));
+    assert.equal(added.length, 1, `dragging ${type} onto the workspace added ${added.length} nodes`);
+    return added[0] as string;
+  }
+
+  async function openDialog(id: string): Promise<void> {
+    await page.locator(`[id='${id}'] .red-ui-flow-node`).dblclick();
+    await page.waitForSelector(".red-ui-tray .red-ui-tray-body form", { state: "visible" });
+    await page.waitForTimeout(300);
+  }
+
+  /** Every text and placeholder the open dialogs show. */
+  async function shownTexts(): Promise<string> {
+    return page.evaluate(() => {
+      const trays = Array.from(document.querySelectorAll(".red-ui-tray"));
+      const attributes = trays.flatMap((t) => Array.from(t.querySelectorAll("[placeholder], [title]"))
+        .map((e) => `${e.getAttribute("placeholder") ?? ""} ${e.getAttribute("title") ?? ""}`));
+      return [...trays.map((t) => (t as HTMLElement).innerText), ...attributes].join("\n");
+    });
+  }
+
+  async function deploy(): Promise<void> {
+    await page.click("#red-ui-header-button-deploy");
+    await page.locator(".red-ui-notification", { hasText: "Successfully deployed" }).waitFor({ timeout: 15_000 });
+  }
+
+  async function deployedFlows(): Promise<Record<string, unknown>[]> {
+    return (await (await fetch(`${red.baseUrl}/flows`)).json()) as Record<string, unknown>[];
+  }
+
+  it("puts every gate in the function category, beside delay, on one line, with its help's first sentence as the tooltip", async () => {
+    const delayHeight = (await page.locator(".red-ui-palette-node[data-palette-type='delay']").boundingBox())?.height;
+    for (const type of GATES) {
+      const node = page.locator(`#red-ui-palette-container-function .red-ui-palette-node[data-palette-type='${type}']`);
+      assert.equal(await node.count(), 1, `${type} in the function category`);
+      assert.equal((await node.innerText()).trim(), PALETTE_LABELS[type]);
+      assert.equal((await node.boundingBox())?.height, delayHeight, `${type}'s label fits on one line, as delay's`);
+      await node.scrollIntoViewIfNeeded();
+      await node.hover();
+      const tooltip = page.locator(".red-ui-popover").filter({ hasText: helpFirstSentence(type) });
+      await tooltip.waitFor({ timeout: 5000 });
+      await page.mouse.move(700, 500);
+      await tooltip.waitFor({ state: "hidden", timeout: 5000 });
+    }
+  });
+
+  it("opens each gate's dialog with every text translated, and its help in the sidebar", async () => {
+    for (const [index, type] of GATES.entries()) {
+      const id = await dragFromPalette(type, 400 + index * 150, 200 + index * 80);
+      await openDialog(id);
+      const texts = await shownTexts();
+      assert.doesNotMatch(texts, RAW_KEY, `${type}'s dialog shows a raw i18n key`);
+      assert.match(texts, /Read the send from|Send fields/, type);
+      if (type === "suppression-gate") {
+        // the fields it only checks are folded under "Send fields", with the reason
+        assert.equal(await page.locator(".sendgate-checked-fields").isVisible(), false);
+        await page.click(".sendgate-checked-toggle");
+        assert.equal(await page.locator(".sendgate-checked-fields").isVisible(), true);
+        assert.match(await page.locator(".sendgate-checked-fields").innerText(), /Category[\s\S]*Tier[\s\S]*Attributes[\s\S]*Own limits/);
+        assert.match(await page.locator(".sendgate-checked-reason").innerText(), /does not decide on them/);
+      }
+      await page.locator(".red-ui-tray-footer button:has(i.fa-book)").click();
+      const help = page.locator(".red-ui-help", { hasText: helpFirstSentence(type) }).last();
+      await help.waitFor({ timeout: 5000 });
+      assert.match(await help.innerText(), /Inputs[\s\S]*Outputs[\s\S]*Details/);
+      await page.click("#node-dialog-cancel");
+      await page.waitForSelector(".red-ui-tray", { state: "detached" });
+    }
+  });
+
+  it("names an invalid rule's problem in its table row in the runtime's words, and deploys the valid rule", async () => {
+    const gate = await dragFromPalette("frequency-cap-gate", 500, 300);
+    await openDialog(gate);
+    // a new cap-config, from the gate's Config field
+    await page.click("#node-input-btn-config-add");
+    await page.waitForSelector("#node-config-cap-tabs", { state: "visible" });
+    assert.doesNotMatch(await shownTexts(), RAW_KEY, "cap-config's dialog shows a raw i18n key");
+    await page.click("#red-ui-tab-node-config-cap-tab-rules");
+    await page.click("#node-config-cap-rules-table .red-ui-editableList-addButton");
+    await page.fill(".node-config-cap-rule-id", "mkt");
+    await page.fill(".node-config-cap-rule-max", "0");
+    await page.locator(".node-config-cap-rule-max").dispatchEvent("change");
+
+    const invalid = { id: "mkt", scope: "channel", channel: DEFAULT_CHANNELS[0], max_count: 0, window_seconds: 86400 };
+    const rowProblems = await page.locator(".node-config-cap-row-problems li").allInnerTexts();
+    assert.deepEqual(rowProblems, ruleProblems(invalid, DEFAULT_CHANNELS));
+    assert.deepEqual(rowProblems, ["max_count: must be a whole number from 1 to 1000000"]);
+    assert.equal(await page.locator(".node-config-cap-rule-max").evaluate((e) => e.classList.contains("input-error")), true);
+    assert.equal(await page.locator(".node-config-cap-rule-number").innerText(), "1");
+
+    // the JSON view names the same problem as the deploy would
+    await page.click("#node-config-cap-rules-as-json");
+    let runtime: string[] = [];
+    try {
+      validateRules([invalid], DEFAULT_CHANNELS);
+    } catch (err) {
+      runtime = (err as RuleValidationError).problems;
+    }
+    assert.deepEqual(await page.locator("#node-config-cap-rules-problems li").allInnerTexts(), runtime);
+    await page.click("#node-config-cap-rules-as-table");
+
+    await page.fill(".node-config-cap-rule-max", "3");
+    await page.locator(".node-config-cap-rule-max").dispatchEvent("change");
+    assert.deepEqual(await page.locator(".node-config-cap-row-problems li").allInnerTexts(), []);
+    assert.equal(await page.locator("#node-config-cap-rules-summary").innerText(), "1 cap, valid.");
+    await page.click("#node-config-dialog-ok");
+    await page.waitForSelector("#node-config-cap-tabs", { state: "detached" });
+    await page.click("#node-dialog-ok");
+    await page.waitForSelector(".red-ui-tray", { state: "detached" });
+    await deploy();
+
+    const config = (await deployedFlows()).find((n) => n.type === "cap-config");
+    assert.deepEqual(config?.rules, [{ id: "mkt", scope: "channel", channel: DEFAULT_CHANNELS[0], max_count: 3, window_seconds: 86400 }]);
+    assert.ok(!red.output.includes("cap-config is not usable"), red.output);
+  });
+
+  it("imports each example from the menu and deploys it", async () => {
+    for (const name of EXAMPLES) {
+      await page.click("#red-ui-header-button-sidemenu");
+      await page.click("#menu-item-import");
+      await page.click("#red-ui-tab-red-ui-clipboard-dialog-import-tab-examples");
+      const labels = page.locator("#red-ui-clipboard-dialog-import-tab-examples .red-ui-treeList-label");
+      const example = labels.filter({ hasText: new RegExp(`^\\s*${name}\\s*$`) });
+      if (!(await example.isVisible())) await labels.filter({ hasText: "@sendgate/node-red-frequency-cap" }).click();
+      await example.click();
+      await page.click("#red-ui-clipboard-dialog-ok");
+      await page.locator(".red-ui-notification", { hasText: "Imported" }).last().waitFor();
+      await page.waitForSelector("#red-ui-clipboard-dialog", { state: "hidden" });
+    }
+    await deploy();
+    const deployed = await deployedFlows();
+    for (const name of EXAMPLES) {
+      const example = JSON.parse(readFileSync(join(ROOT, "examples", `${name}.json`), "utf8")) as { type: string }[];
+      const types = new Set(example.map((n) => n.type));
+      for (const type of types) assert.ok(deployed.some((n) => n.type === type), `${name}: no ${type} deployed`);
+    }
+    // the imported demo runs: its inject button, clicked on the canvas, reaches the debug sidebar
+    await page.locator(".red-ui-tab", { hasText: "Frequency cap demo" }).click();
+    const inject = (JSON.parse(readFileSync(join(ROOT, "examples", "frequency-cap-demo.json"), "utf8")) as { id: string; type: string; name?: string }[])
+      .find((n) => n.type === "inject" && n.name === "OTP SMS to alice");
+    await page.click("#red-ui-tab-debug-link-button");
+    await page.locator(`[id='${inject?.id}'] .red-ui-flow-node-button`).click();
+    await page.locator(".red-ui-debug-msg", { hasText: "allowed" }).first().waitFor({ timeout: 10_000 });
+    assert.doesNotMatch(red.output, /\[error\]/, red.output);
+  });
+});

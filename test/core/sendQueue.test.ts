@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import Redis from "ioredis";
+import { StoreUnavailableError } from "../../src/core/errors";
+import { StoreAccess } from "../../src/core/storeAccess";
+import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
+import { RedisStore } from "../../src/core/stores/redisStore";
+import { sleep, uniquePrefix } from "../support/redis";
+import { OwnRedis } from "../support/redisServer";
+
+const CAP = [{ field: "c", windowMs: 60_000, max: 1 }];
+
+describe("core/sendQueue against a real Redis", function () {
+  this.timeout(30_000);
+  const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
+  let admin: Redis;
+  before(async () => {
+    await own.start();
+    admin = new Redis(own.url);
+  });
+  after(async () => {
+    admin.disconnect();
+    await own.stop();
+    own.cleanUp();
+  });
+
+  /** A StoreAccess on the own Redis whose claim lane records each call: when it went out and how many items it carried. */
+  async function open(options: { maxQueued?: number; timeoutMs?: number } = {}) {
+    const store = new RedisStore({ url: own.url });
+    const warnings: string[] = [];
+    const access = new StoreAccess(store, { failMode: "open", timeoutMs: options.timeoutMs ?? 50, maxQueued: options.maxQueued ?? 100_000, warn: (t) => warnings.push(t) });
+    const calls: { at: number; items: number }[] = [];
+    const lane = access.lane<ClaimRequest, ClaimOutcome>("claim", (s, items): Promise<Settled<ClaimOutcome>[]> => {
+      calls.push({ at: performance.now(), items: items.length });
+      return s.claim(items);
+    });
+    await admin.ping();
+    for (let i = 0; i < 100 && store.state() !== "ready"; i++) await sleep(20);
+    const prefix = uniquePrefix("sq");
+    const claim = (i: number, recipient = `r${i}`) => access.submit(lane, { key: `${prefix}:{o|${recipient}}:c`, member: `m${i}`, token: 1, counters: CAP });
+    return { store, access, lane, calls, warnings, claim };
+  }
+
+  it("answers 5,000 claims submitted in one tick in a few batched calls, in order", async () => {
+    const q = await open({ timeoutMs: 2000 });
+    const answers = await Promise.all(Array.from({ length: 5000 }, (_, i) => q.claim(i, `r${i % 2500}`)));
+    answers.forEach((a, i) => assert.equal(a.allowed, i < 2500, `claim ${i}`));
+    assert.ok(q.calls.length <= 40, `${q.calls.length} calls for 5,000 claims`);
+    assert.equal(q.calls.reduce((n, c) => n + c.items, 0), 5000);
+    await q.store.close();
+  });
+
+  it("refuses bounded work past maxQueued as overloaded, warns once per episode, and takes new work once drained", async () => {
+    const q = await open({ maxQueued: 100, timeoutMs: 2000 });
+    const settled = await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q.claim(i)));
+    const overloaded = settled.filter((s) => s.status === "rejected" && (s.reason as StoreUnavailableError).kind === "overloaded");
+    assert.equal(overloaded.length, 200);
+    assert.equal(settled.filter((s) => s.status === "fulfilled").length, 100);
+    assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 1);
+    await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q.claim(1000 + i)));
+    assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 2, "a second episode, a second warning");
+    await q.store.close();
+  });
+
+  it("under a stalled Redis (DEBUG SLEEP 0.5), times each call from when it was sent, then short-circuits until a probe succeeds", async () => {
+    const q = await open({ timeoutMs: 50 });
+    await q.claim(-1);
+    const stalled = admin.debug("SLEEP", "0.5");
+    await sleep(20);
+    // a stream into the stall: 20 claims every 10 ms for 300 ms
+    const results: { submittedAt: number; settledAt: number; kind?: string }[] = [];
+    const pending: Promise<void>[] = [];
+    for (let wave = 0; wave < 30; wave++) {
+      for (let j = 0; j < 20; j++) {
+        const submittedAt = performance.now();
+        pending.push(q.claim(wave * 20 + j).then(
+          () => { results.push({ submittedAt, settledAt: performance.now() }); },
+          (err: StoreUnavailableError) => { results.push({ submittedAt, settledAt: performance.now(), kind: err.kind }); },
+        ));
+      }
+      await sleep(10);
+    }
+    await Promise.all(pending);
+    await stalled;
+    const timedOut = results.filter((r) => r.kind === "timeout");
+    const shortCircuited = results.filter((r) => r.kind === "circuit_open");
+    assert.ok(timedOut.length > 0, "calls sent into the stall timed out");
+    assert.ok(shortCircuited.length > 0, "then the breaker refused without calling");
+    assert.equal(results.filter((r) => r.kind === undefined).length, 0, "nothing was answered by the stalled Redis");
+    // no msg waited for the stall to end: at most its own call's timeout, plus one call ahead of it, plus a margin
+    const longest = Math.max(...results.map((r) => r.settledAt - r.submittedAt));
+    assert.ok(longest < 2 * 50 + 100, `the longest wait was ${Math.round(longest)} ms`);
+    // after three timeouts the breaker stops calling: far fewer calls than waves
+    assert.ok(q.calls.length - 1 <= 6, `${q.calls.length - 1} calls went into the stall`);
+    await sleep(1100); // the cool-down: the next call is the probe
+    assert.equal((await q.claim(9999)).allowed, true, "the probe found Redis well and the circuit closed");
+    assert.equal((await q.claim(9998)).allowed, true);
+    await q.store.close();
+  });
+});

@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { connectAsync } from "mqtt";
+import { EditorComms } from "../support/editorComms";
+import { NodeRedProcess, nodeRedVersion, ROOT } from "../support/nodeRedProcess";
+
+/**
+ * The examples in a real Node-RED process, driven as a person would: inject
+ * buttons pressed through the admin API, results read from the debug sidebar's
+ * feed. Part of the subset .ci/run also runs on Node-RED 5 with Node 22.
+ */
+type FlowNode = { id: string; type: string; name?: string };
+
+function exampleFile(name: string): string {
+  return join(ROOT, "examples", name);
+}
+
+function injectId(file: string, name: string): string {
+  const flow = JSON.parse(readFileSync(file, "utf8")) as FlowNode[];
+  const found = flow.find((n) => n.type === "inject" && n.name === name);
+  assert.ok(found, `no inject named "${name}"`);
+  return found.id;
+}
+
+/** Starts Node-RED on the example, with a debug feed open; `run` presses and checks. */
+function withExample(name: string, run: (ctx: { red: NodeRedProcess; comms: EditorComms; press: (inject: string, expectOutput?: boolean) => Promise<void> }) => Promise<void>): () => Promise<void> {
+  return async () => {
+    const file = exampleFile(name);
+    const red = new NodeRedProcess(file, { debugMaxLength: 100_000 });
+    try {
+      await red.start();
+      const comms = await EditorComms.connect(red.baseUrl);
+      const press = async (inject: string, expectOutput = true): Promise<void> => {
+        const before = comms.debug.length;
+        const res = await fetch(`${red.baseUrl}/inject/${injectId(file, inject)}`, { method: "POST" });
+        assert.equal(res.status, 200, `pressing "${inject}"`);
+        if (expectOutput) await comms.until(before + 1);
+        else await new Promise((r) => setTimeout(r, 300));
+      };
+      try {
+        await run({ red, comms, press });
+      } finally {
+        comms.close();
+      }
+    } catch (err) {
+      (err as Error).message += `\n--- Node-RED output ---\n${red.output}`;
+      throw err;
+    } finally {
+      await red.stop();
+      red.cleanUp();
+    }
+  };
+}
+
+const reasons = (list: Record<string, unknown>[]) => list.map((a) => a.reason);
+
+describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.version} [real Node-RED]`, function () {
+  this.timeout(60_000);
+
+  it("frequency-cap-demo: marketing capped at 3, OTPs and P0 pass, a bad send reaches the Catch", withExample("frequency-cap-demo.json", async ({ comms, press }) => {
+    for (let i = 0; i < 3; i++) await press("OTP SMS to alice");
+    for (let i = 0; i < 5; i++) await press("marketing SMS to alice");
+    await press("P0 alert to alice");
+    await press("send without recipient");
+    assert.equal(comms.of("allowed").length, 7);
+    assert.deepEqual(reasons(comms.of("skipped")), ["frequency_capped", "frequency_capped"]);
+    assert.equal(comms.of("allowed").at(-1)?.reason, "exempt");
+    assert.match(String(comms.of("error")[0]?.message), /recipient/);
+  }));
+
+  it("admission-chain: duplicates and opt-outs before the cap, a failed send released, marks given back", withExample("admission-chain.json", async ({ comms, press }) => {
+    await press("marketing SMS to alice");
+    await press("same body again, keys reordered");
+    assert.deepEqual(reasons(comms.of("skipped: opted out / duplicate")), ["duplicate_content"]);
+    await press("marketing SMS the provider FAILs");
+    assert.equal(comms.of("released (provider failed)").length, 1);
+    for (let i = 0; i < 3; i++) await press("new marketing SMS to alice");
+    assert.equal(comms.of("delivered").length, 3);
+    assert.deepEqual(reasons(comms.of("skipped: capped")), ["frequency_capped"]);
+    await press("bob texts STOP", false);
+    await press("marketing SMS to bob");
+    assert.equal(comms.of("skipped: opted out / duplicate").at(-1)?.reason, "opted_out");
+    await press("bob opts back in", false);
+    await press("marketing SMS to bob");
+    assert.equal(comms.of("delivered").length, 4);
+    await press("send without recipient");
+    assert.match(String(comms.of("error")[0]?.message), /recipient/);
+  }));
+
+  it("quiet-hours: no quiet days and exempt OTPs pass, what expires first is skipped, the rest is held", withExample("quiet-hours.json", async ({ red, comms, press }) => {
+    await press("push to alice (no quiet days)");
+    await press("OTP to bob (exempt category)");
+    assert.deepEqual(reasons(comms.of("allowed")), [undefined, "exempt"]);
+    await press("push to bob: quiet all day, expires in 10 s");
+    assert.deepEqual(reasons(comms.of("skipped")), ["defer_expired"]);
+    await press("push to carol: quiet for a minute", false);
+    assert.equal(comms.debug.length, 3, "carol's msg is held");
+    await press("send without a channel");
+    assert.match(String(comms.of("error")[0]?.message), /channel/);
+    const gate = (JSON.parse(readFileSync(exampleFile("quiet-hours.json"), "utf8")) as FlowNode[]).find((n) => n.type === "quiet-hours-gate");
+    const expected = { fill: "green", shape: "dot", text: "✓ 2 · ✗ 1 · held 1 · caught 1" };
+    for (let i = 0; i < 50 && comms.lastStatus(gate?.id ?? "")?.text !== expected.text; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(comms.lastStatus(gate?.id ?? ""), expected, red.output);
+  }));
+
+  it("http-api-429: 202 five times, then 429 with Retry-After, and 400 for a bad send", withExample("http-api-429.json", async ({ red }) => {
+    const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    for (let i = 0; i < 5; i++) assert.equal((await post({ recipient: "alice", channel: "sms" })).status, 202);
+    const refused = await post({ recipient: "alice", channel: "sms" });
+    assert.equal(refused.status, 429);
+    assert.ok(Number(refused.headers.get("retry-after")) > 0);
+    assert.equal(((await refused.json()) as { error: string }).error, "FREQUENCY_CAP_EXCEEDED");
+    assert.equal((await post({ channel: "sms" })).status, 400);
+  }));
+
+  it("ad-eligibility: a bid request answered per candidate, impressions over MQTT counted once per event", withExample("ad-eligibility.json", async ({ red }) => {
+    const viewer = `nr-viewer-${process.pid}-${Date.now()}`;
+    const candidates = [{ id: "ad1", ad_id: "ad1", campaign_id: "c1", category: "sports" }, { id: "ad2", ad_id: "ad2", campaign_id: "c1", category: "news" }];
+    const ask = async () => {
+      const res = await fetch(`${red.baseUrl}/eligibility`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recipient: viewer, candidates }) });
+      assert.equal(res.status, 200);
+      return (await res.json()) as { eligible: Record<string, boolean>; remaining: Record<string, number> };
+    };
+    assert.deepEqual((await ask()).eligible, { ad1: true, ad2: true });
+    const broker = await connectAsync("mqtt://127.0.0.1:1883", { clientId: `sendgate-nr-${process.pid}-${Date.now()}` });
+    try {
+      for (const event of ["e1", "e2", "e2", "e3"]) {
+        await broker.publishAsync("ads/impressions", JSON.stringify({ event_id: `${viewer}-${event}`, recipient: viewer, ad_id: "ad1", campaign_id: "c1", category: "sports" }), { qos: 1 });
+      }
+    } finally {
+      await broker.endAsync();
+    }
+    let answer = await ask();
+    for (let i = 0; i < 100 && answer.eligible.ad1 !== false; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      answer = await ask();
+    }
+    assert.deepEqual(answer.eligible, { ad1: false, ad2: true }, "three distinct impressions (one sent twice) fill ad1's day");
+  }));
+});
