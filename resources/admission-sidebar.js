@@ -175,7 +175,9 @@
 
     function mount(RED) {
         function t(key, params) { return RED._(CATALOG + ":admission." + key, params); }
-        var latest = {};      // cap-config id -> { message, offset (editor clock - runtime clock) }
+        // what the runtime sent, each with the editor's clock minus the runtime's when it came
+        var configs = {};     // cap-config id -> { config, offset }
+        var gates = {};       // cap-config id -> { gate id -> { gate, bucketMs, offset } }
         var content = $('<div class="sendgate-admission"></div>');
         var gatesBox = $('<div class="sendgate-admission-gates"></div>');
         var empty = $('<div class="sendgate-admission-empty"></div>').text(t("empty"));
@@ -217,9 +219,10 @@
             return label || node.type;
         }
 
-        function gateRow(gate, entry) {
+        function gateRow(entry) {
+            var gate = entry.gate;
             var node = RED.nodes.node(gate.id);
-            var summary = summarize(gate, runtimeNow(entry), WINDOW_MS, entry.message.bucketMs);
+            var summary = summarize(gate, runtimeNow(entry), WINDOW_MS, entry.bucketMs);
             var row = $('<div class="sendgate-admission-gate"></div>').attr("data-gate", gate.id);
             var tab = RED.nodes.workspace(node.z);
             var head = $('<div class="sendgate-admission-gate-head"></div>').appendTo(row);
@@ -255,12 +258,11 @@
         function render() {
             gatesBox.empty();
             var shown = 0;
-            Object.keys(latest).sort().forEach(function (configId) {
-                var entry = latest[configId];
-                var message = entry.message;
-                var gates = (message.gates || []).filter(function (g) { return !!RED.nodes.node(g.id); });
-                if (gates.length === 0) { return; }
-                var config = message.config;
+            Object.keys(configs).sort().forEach(function (configId) {
+                var own = gates[configId] || {};
+                var shownGates = Object.keys(own).map(function (id) { return own[id]; }).filter(function (e) { return !!RED.nodes.node(e.gate.id); });
+                if (shownGates.length === 0) { return; }
+                var config = configs[configId].config;
                 var block = $('<div class="sendgate-admission-config-block"></div>').attr("data-config", configId).appendTo(gatesBox);
                 var state = [t("config.store", { store: config.store, state: config.storeState }), t("config.held", { count: config.held })];
                 if (config.maxQueued > 0) { state.push(t("config.queue", { length: config.queueLength, max: config.maxQueued })); }
@@ -270,8 +272,8 @@
                     .append($("<b></b>").text(config.name))
                     .append($('<span class="sendgate-admission-config-state"></span>').text(" " + state.join(" · ")))
                     .appendTo(block);
-                gates.sort(function (a, b) { return labelOf(RED.nodes.node(a.id)).localeCompare(labelOf(RED.nodes.node(b.id))); })
-                    .forEach(function (g) { block.append(gateRow(g, entry)); shown++; });
+                shownGates.sort(function (a, b) { return labelOf(RED.nodes.node(a.gate.id)).localeCompare(labelOf(RED.nodes.node(b.gate.id))); })
+                    .forEach(function (e) { block.append(gateRow(e)); shown++; });
             });
             empty.toggle(shown === 0);
         }
@@ -322,10 +324,28 @@
                 .fail(function (xhr) { showRefusal(refusal(xhr.status, xhr.responseJSON, t)); });
         });
 
+        /** `sendgate/admission/<config>` (its send path) or `…/<config>/<gate>` (a gate's counts); null: it is gone. */
         function onMessage(topic, message) {
-            var configId = topic.slice(TOPIC.length + 1);
-            if (!message) { delete latest[configId]; } else { latest[configId] = { message: message, offset: Date.now() - message.at }; }
-            render();
+            var path = topic.slice(TOPIC.length + 1);
+            var slash = path.indexOf("/");
+            var configId = slash < 0 ? path : path.slice(0, slash);
+            var gateId = slash < 0 ? null : path.slice(slash + 1);
+            var offset = message ? Date.now() - message.at : 0;
+            if (gateId === null) {
+                if (message) { configs[configId] = { config: message.config, offset: offset }; } else { delete configs[configId]; }
+            } else {
+                var own = gates[configId] = gates[configId] || {};
+                if (message) { own[gateId] = { gate: message.gate, bucketMs: message.bucketMs, offset: offset }; } else { delete own[gateId]; }
+            }
+            scheduleRender();
+        }
+
+        // many topics can arrive in one burst (an editor opening gets every retained one): draw once
+        var renderPending = false;
+        function scheduleRender() {
+            if (renderPending) { return; }
+            renderPending = true;
+            setTimeout(function () { renderPending = false; render(); }, 50);
         }
 
         var events = ["nodes:add", "nodes:remove", "nodes:change", "flows:loaded", "workspace:change"];

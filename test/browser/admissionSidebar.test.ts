@@ -93,8 +93,13 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     await page.waitForSelector(".sendgate-admission", { state: "visible" });
   }
 
+  /** Presses an inject node's button in the flow, each press once the sidebar counted the one before (a loaded box is slow). */
   async function press(injectId: string, times: number): Promise<void> {
-    for (let i = 0; i < times; i++) await page.click(`[id='${injectId}'] .red-ui-flow-node-button`);
+    for (let i = 0; i < times; i++) {
+      const before = Math.max(0, await shown("sup", "allowed"));
+      await page.click(`[id='${injectId}'] .red-ui-flow-node-button`);
+      await until(`press ${i + 1} of ${injectId} counted`, async () => (await shown("sup", "allowed")) === before + 1);
+    }
   }
 
   /** The number a gate row of the sidebar shows for one stat. */
@@ -106,7 +111,11 @@ describe("the Admission sidebar in Chromium [browser]", function () {
   async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
     const started = Date.now();
     while (!(await check())) {
-      if (Date.now() - started > timeoutMs) assert.fail(`${what} did not happen within ${timeoutMs} ms`);
+      if (Date.now() - started > timeoutMs) {
+        const picture = join(tmpdir(), `sendgate-sidebar-failed-${Date.now()}.png`);
+        await page.screenshot({ path: picture }).catch(() => undefined);
+        assert.fail(`${what} did not happen within ${timeoutMs} ms (the page: ${picture}; Node-RED said: ${red.output.slice(-2000)})`);
+      }
       await page.waitForTimeout(100);
     }
   }

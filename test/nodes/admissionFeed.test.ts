@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { AdmissionMetrics } from "../../src/core/metrics/admissionMetrics";
 import { RuleCacheStats } from "../../src/core/pgRules/ruleCache";
-import { AdmissionFeed, FEED_TOPIC, type FeedMessage } from "../../src/nodes/admissionFeed";
+import { AdmissionFeed, FEED_TOPIC, type ConfigFeedMessage, type GateFeedMessage } from "../../src/nodes/admissionFeed";
 import { sleep } from "../support/redis";
 
 function metricsOf(id: string): AdmissionMetrics {
@@ -13,35 +13,54 @@ function metricsOf(id: string): AdmissionMetrics {
   return metrics;
 }
 
+type Sent = { topic: string; data: unknown; retain: boolean };
+
 describe("the Admission sidebar's feed (RED.comms)", () => {
-  it("publishes a cap-config's counts retained, only when they changed, and clears its topic when it closes", () => {
-    const sent: { topic: string; data: unknown; retain: boolean }[] = [];
+  it("publishes retained, only what changed: a gate when its counts did, the cap-config when its state did; clears what goes", () => {
+    const sent: Sent[] = [];
     const feed = new AdmissionFeed((topic, data, retain) => sent.push({ topic, data, retain }), 60_000, () => 42);
     const metrics = metricsOf("cfg");
     const stop = feed.watch("cfg", "my caps", metrics);
+    const topics = (from: number) => sent.slice(from).map((s) => s.topic);
     try {
       feed.flush();
-      assert.equal(sent.length, 1, "the first state is sent");
+      assert.deepEqual(topics(0), [`${FEED_TOPIC}/cfg`], "the send path's state first; no gate has counted yet");
+      const config = sent[0]?.data as ConfigFeedMessage;
+      assert.equal(sent[0]?.retain, true, "an editor opened later gets it at once");
+      assert.deepEqual(config.config, { id: "cfg", name: "my caps", store: "memory", storeState: "ready", rulesState: "ok", queueLength: 0, maxQueued: 0, circuit: "closed", held: 0 });
+      assert.equal(config.at, 42);
+
+      const a = metrics.gate("a", "frequency-cap-gate");
+      const b = metrics.gate("b", "suppression-gate");
+      a.leftBy("skipped", "frequency_capped");
+      a.wouldRefuse("trial", undefined);
+      b.leftBy("allowed", undefined);
       feed.flush();
-      assert.equal(sent.length, 1, "nothing changed: nothing sent");
-      metrics.gate("g", "frequency-cap-gate").leftBy("skipped", "frequency_capped");
-      metrics.gate("g", "frequency-cap-gate").wouldRefuse("trial", undefined);
+      assert.deepEqual(topics(1), [`${FEED_TOPIC}/cfg/a`, `${FEED_TOPIC}/cfg/b`]);
+      const gateA = (sent[1]?.data as GateFeedMessage).gate;
+      assert.deepEqual(gateA.left, [{ output: "skipped", reason: "frequency_capped", count: 1 }]);
+      assert.deepEqual(gateA.shadow, [{ cap_id: "trial", org: "*", would_refuse: 1 }]);
+
       feed.flush();
-      assert.equal(sent.length, 2);
-      const last = sent[1] as { topic: string; data: FeedMessage; retain: boolean };
-      assert.equal(last.topic, `${FEED_TOPIC}/cfg`);
-      assert.equal(last.retain, true, "an editor opened later gets it at once");
-      assert.equal(last.data.at, 42);
-      assert.deepEqual(last.data.config, { id: "cfg", name: "my caps", store: "memory", storeState: "ready", rulesState: "ok", queueLength: 0, maxQueued: 0, circuit: "closed", held: 0 });
-      assert.deepEqual(last.data.gates[0]?.left, [{ output: "skipped", reason: "frequency_capped", count: 1 }]);
-      assert.deepEqual(last.data.gates[0]?.shadow, [{ cap_id: "trial", org: "*", would_refuse: 1 }]);
+      assert.equal(sent.length, 3, "nothing changed: nothing sent");
+      b.leftBy("allowed", undefined);
+      feed.flush();
+      assert.deepEqual(topics(3), [`${FEED_TOPIC}/cfg/b`], "only the gate that counted");
       metrics.heldIs(3);
       feed.flush();
-      assert.equal((sent[2]?.data as FeedMessage).config.held, 3, "a change of the send path's state is sent too");
+      assert.deepEqual(topics(4), [`${FEED_TOPIC}/cfg`]);
+      assert.equal((sent[4]?.data as ConfigFeedMessage).config.held, 3);
+
+      metrics.forget("a");
+      feed.flush();
+      assert.deepEqual(sent.slice(5), [{ topic: `${FEED_TOPIC}/cfg/a`, data: null, retain: false }], "a removed gate's topic is cleared");
     } finally {
       stop();
     }
-    assert.deepEqual(sent.at(-1), { topic: `${FEED_TOPIC}/cfg`, data: null, retain: false });
+    assert.deepEqual(sent.slice(6), [
+      { topic: `${FEED_TOPIC}/cfg/b`, data: null, retain: false },
+      { topic: `${FEED_TOPIC}/cfg`, data: null, retain: false },
+    ], "a closed cap-config clears all its topics");
   });
 
   it("sends on its own once a second while any cap-config is watched, and never lets the editor's comms fail a send", async () => {
@@ -55,7 +74,8 @@ describe("the Admission sidebar's feed (RED.comms)", () => {
       await sleep(70);
     }
     stop();
-    assert.ok(sent >= 4 && sent <= 7, `sent ${sent} times`);
+    // the config once, the gate each round it counted, and both cleared at the end
+    assert.ok(sent >= 5 && sent <= 10, `sent ${sent} times`);
     const after = sent;
     await sleep(120);
     assert.equal(sent, after, "the timer stops with the last cap-config");

@@ -4,7 +4,7 @@ import type { RulesProviderState } from "../rulesProvider";
 import type { StoreCall } from "../sendQueue/sendQueue";
 import type { CircuitState } from "../storeGuard";
 import type { StoreState } from "../stores/admissionStore";
-import { GateCounts, type GateSnapshot } from "./gateCounts";
+import { GateCounts } from "./gateCounts";
 
 /** What a cap-config is, fixed for its life (the `sendgate_info` labels). */
 export interface MetricsIdentity {
@@ -246,16 +246,9 @@ export class AdmissionMetrics {
     return this.registry.contentType;
   }
 
-  /** Every gate's counts. */
-  gateSnapshots(): GateSnapshot[] {
-    return [...this.gates.values()].map((g) => g.snapshot());
-  }
-
-  /** Each gate's version: the signature changes whenever any count does, or a gate comes or goes. */
-  signature(): string {
-    let text = "";
-    for (const g of this.gates.values()) text += `${g.id}:${g.version};`;
-    return text;
+  /** Every gate's counts (each knows its version, which changes whenever a count does). */
+  gateCounts(): IterableIterator<GateCounts> {
+    return this.gates.values();
   }
 
   /** The send path's state as known now (the held count as last read). */
