@@ -243,6 +243,7 @@
             var extra = [];
             if (summary.failOpen > 0) { extra.push(t("failOpen", { count: summary.failOpen })); }
             if (summary.held > 0) { extra.push(t("held", { count: summary.held })); }
+            if (gate.heldNow > 0) { extra.push(t("holding", { count: gate.heldNow })); }
             if (extra.length > 0) { $('<div class="sendgate-admission-extra"></div>').text(extra.join(" · ")).appendTo(row); }
             shadowTotals(gate).forEach(function (s) {
                 var params = { cap: s.cap_id, org: s.org, count: s.would_refuse };

@@ -92,7 +92,7 @@ export async function runGateDefer(red: EmbeddedRed, completions: Completions, o
   try {
     if (options.warmup > 0) await pairs(gate, completions, released, { ...options, msgs: options.warmup }, `${options.keyPrefix}-w`, "+1333");
     const run = await pairs(gate, completions, released, options, `${options.keyPrefix}-m`, "+1222");
-    const left = await config.service?.deferrals.queue.size();
+    const left = await config.service?.deferrals.queueOf(gate.id).size();
     if (left !== 0) throw new Error(`defer-gate: ${left} msgs still held after all were released`);
     const { p50, p99 } = summarize(run.latenessMs);
     return {

@@ -12,7 +12,7 @@ const STALL_MS = 10_000;
 
 export interface RawDeferOptions {
   redisUrl: string;
-  /** every key of this row starts with it (the queue's own `<prefix>:{<prefix>:dq}:…`) */
+  /** every key of this row starts with it (the gate queue's own `<prefix>:{<prefix>:dq}:q:…`) */
   keyPrefix: string;
   msgs: number;
   concurrency: number;
@@ -29,7 +29,7 @@ export async function runRawDefer(options: RawDeferOptions): Promise<DeferRow> {
   const client = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, retryStrategy: () => null });
   client.on("error", () => undefined);
   try {
-    const queue = new RedisDeferQueue(client, options.keyPrefix);
+    const queue = new RedisDeferQueue(client, { keyPrefix: options.keyPrefix, configId: "bench-config-raw", gate: "bench-gate-raw" });
     const dueAt = Date.now();
     const put = await deferAll(queue, options.msgs, options.concurrency, (i) => heldLike(options.keyPrefix, i, dueAt));
     const held = await queue.size();
@@ -81,6 +81,8 @@ async function drainAll(queue: DeferQueue, count: number): Promise<{ released: n
   // acks are counted where they return: released = taken, handed out and removed for good
   const counting: DeferQueue = {
     defer: (entry, key) => queue.defer(entry, key),
+    deferMany: (items) => queue.deferMany(items),
+    dropExpired: (limit) => queue.dropExpired(limit),
     takeDue: (limit, leaseMs) => queue.takeDue(limit, leaseMs),
     async ack(ids) {
       await queue.ack(ids);

@@ -56,6 +56,8 @@ export interface Admission {
   error?: AdmissionError;
   /** deferral (SPEC §6): when the msg was released, how often it was deferred, since when */
   release_at?: string;
+  /** a msg released from the defer queue: the same across a repeated release of one held msg */
+  release_id?: string;
   deferrals?: number;
   first_deferred_at?: string;
   /** the shadow caps that would have refused this admitted msg (SPEC §3, §4 enforcement) */

@@ -1,6 +1,7 @@
 import { calendarPeriod } from "./calendarPeriod";
 import { capCounterField, capCounterKey } from "./keys";
 import type { CapRule } from "./rules";
+import { ownValue } from "./ownKeys";
 import type { Send } from "./send";
 
 /** One cap that gates a given send, with the counter it claims in. */
@@ -33,11 +34,11 @@ function appliesTo(rule: CapRule, send: Send): boolean {
     if (send.category === undefined || !rule.applies_to_categories.includes(send.category)) return false;
   }
   for (const [attribute, values] of Object.entries(rule.match)) {
-    const value = send.attributes[attribute];
+    const value = ownValue(send.attributes, attribute);
     if (value === undefined || !values.includes(value)) return false;
   }
   // A cap split by an attribute the send does not carry has no counter to count in.
-  return rule.per.every((attribute) => send.attributes[attribute] !== undefined);
+  return rule.per.every((attribute) => ownValue(send.attributes, attribute) !== undefined);
 }
 
 /**
@@ -49,9 +50,9 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
   let key: string | undefined;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;
-    const own = send.recipientLimits[rule.id];
+    const own = ownValue(send.recipientLimits, rule.id);
     key ??= capCounterKey(keyPrefix, send.org, recipientKey);
-    const field = capCounterField(rule.id, rule.per.map((a) => send.attributes[a] as string));
+    const field = capCounterField(rule.id, rule.per.map((a) => ownValue(send.attributes, a) as string));
     const max = own === undefined ? rule.max_count : Math.min(rule.max_count, own);
     if (rule.window_type === "rolling") {
       caps.push({ rule, key, field, max, windowMs: rule.window_seconds * 1000 });

@@ -1,4 +1,5 @@
 import { SendFieldError } from "./errors";
+import { boundedText } from "./send";
 
 /** The most candidates one check answers (SPEC §5 check mode): a bid request's ads, not a catalogue. */
 export const MAX_CANDIDATES = 500;
@@ -35,7 +36,8 @@ export function parseCandidates(value: unknown): Candidate[] | undefined {
       if (!Object.hasOwn(item, name)) continue;
       const v = item[name];
       if (v === undefined || v === null) continue;
-      if (typeof v === "string") attributes[name] = v;
+      boundedText(`candidates[${index}]`, name);
+      if (typeof v === "string") attributes[name] = boundedText(`candidates[${index}].${name}`, v);
       else if (typeof v === "number" && Number.isFinite(v)) attributes[name] = String(v);
       else throw new SendFieldError(`candidates[${index}].${name}`, `must be a string, got ${typeof v}`);
     }

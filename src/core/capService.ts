@@ -11,7 +11,8 @@ import type { SendRules } from "./send";
 import { validateRules } from "./schema/validateRules";
 import { StoreAccess } from "./storeAccess";
 import type { AdmissionStore } from "./stores/admissionStore";
-import { loadSnapshot, saveSnapshot } from "./stores/memoryPersistence";
+import { loadSnapshot } from "./stores/memoryPersistence";
+import { writeTextFile } from "./stores/jsonFile";
 import { MemoryStore } from "./stores/memoryStore";
 import { migrateLegacyCounters } from "./stores/legacyMigration";
 import { RedisStore } from "./stores/redisStore";
@@ -24,10 +25,13 @@ import type { PgRuleSource } from "./pgRules/pgRuleSource";
 import { rulesTable } from "./pgRules/tableName";
 import { PgSuppressions } from "./suppression/pgSuppressions";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
-import { loadDeferSnapshot, MemoryDeferQueue, RedisDeferQueue, saveDeferSnapshot, type DeferQueue } from "./defer";
+import { deferCodec, LocalGateRegistry, MemoryDeferStore, migrateLegacyQueue, RedisDeferQueue, RedisGateRegistry } from "./defer";
 import { Deferrals } from "./deferral/deferrals";
 import { AdmissionMetrics } from "./metrics/admissionMetrics";
 import { RuleCacheStats } from "./pgRules/ruleCache";
+
+/** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
+export const ADMIN_WAIT_MS = 5000;
 
 export interface CapSecrets {
   redisPassword?: string;
@@ -41,26 +45,52 @@ export interface CapLog {
 }
 
 export interface CapServiceEnvironment {
-  /** the cap-config's id: its metrics carry it as the `config` label */
-  id?: string;
+  /** the cap-config's node id: its gates' held msgs are kept under it (two cap-configs never share a queue), and its metrics carry it as the `config` label */
+  configId?: string;
   /** where a memory store keeps its state between deploys and restarts; none = not kept */
   memoryStateFile?: string;
-  /** where the memory store's defer queue is kept between deploys and restarts */
+  /** where the memory store's held msgs are journalled between deploys and restarts */
   memoryDeferFile?: string;
+  /** the memory defer queue file of the version before the journal: imported once, then removed */
+  legacyMemoryDeferFile?: string;
 }
 
-function createDeferQueue(store: AdmissionStore, settings: CapSettings, env: CapServiceEnvironment, log: CapLog): DeferQueue {
-  if (store instanceof RedisStore) return new RedisDeferQueue(store.client, settings.keyPrefix);
-  const queue = new MemoryDeferQueue();
-  if (env.memoryDeferFile) {
-    try {
-      const saved = loadDeferSnapshot(env.memoryDeferFile);
-      if (saved) queue.restore(saved);
-    } catch (err) {
-      log.warn(`memory defer queue: could not restore ${env.memoryDeferFile}: ${(err as Error).message}`);
-    }
+/** How often a memory store's counters and block list are written to its file (also on close, and at once after a block-list change). */
+export const MEMORY_SNAPSHOT_MS = 5_000;
+
+function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: CapSecrets, env: CapServiceEnvironment, log: CapLog, access: StoreAccess): { deferrals: Deferrals; memory?: MemoryDeferStore } {
+  const configId = env.configId ?? "cap-config";
+  const codec = deferCodec(secrets.hmacSecret || undefined, settings.hashRecipients && Boolean(secrets.hmacSecret));
+  const warn = (text: string): void => log.warn(text);
+  const damaged = (gate: string, id: string, err: Error): void => log.error(`held msg ${id} of gate ${gate} cannot be read back and was dropped: ${err.message}`);
+  if (store instanceof RedisStore) {
+    const client = store.client;
+    const scope = (gate: string) => ({ keyPrefix: settings.keyPrefix, configId, gate });
+    return {
+      deferrals: new Deferrals({
+        openQueue: (gate) => new RedisDeferQueue(client, scope(gate), { codec, onDamaged: (id, err) => damaged(gate, id, err) }),
+        registry: new RedisGateRegistry(client, settings.keyPrefix, configId),
+        migrate: (gate) => migrateLegacyQueue(client, scope(gate)),
+        access, warn,
+      }),
+    };
   }
-  return queue;
+  let memory: MemoryDeferStore;
+  try {
+    memory = new MemoryDeferStore({
+      ...(env.memoryDeferFile ? { file: env.memoryDeferFile } : {}),
+      ...(env.legacyMemoryDeferFile ? { legacyFile: env.legacyMemoryDeferFile } : {}),
+      codec, warn, onDamaged: damaged,
+    });
+  } catch (err) {
+    // the file is left as it is (nothing is compacted over it); msgs held from now on live in memory only
+    log.error(`memory defer queue: cannot use ${String(env.memoryDeferFile)} (${(err as Error).message}): held msgs are NOT kept past this process`);
+    memory = new MemoryDeferStore({ codec, warn, onDamaged: damaged });
+  }
+  return {
+    deferrals: new Deferrals({ openQueue: (gate) => memory.queue(gate), registry: new LocalGateRegistry(() => memory.gates()), access, warn }),
+    memory,
+  };
 }
 
 function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment): AdmissionStore {
@@ -146,19 +176,22 @@ export class CapService {
 
   readonly rules: RulesProvider;
   private readonly releases: Lane<ReleaseRequest, number>;
+  private readonly memoryDefer: MemoryDeferStore | undefined;
   private readonly hmacSecret: string | undefined;
+  private snapshotTimer: NodeJS.Timeout | undefined;
+  private lastSnapshot = "";
 
   private constructor(
     readonly settings: CapSettings,
     inlineRules: CapRule[],
     readonly store: AdmissionStore,
     secrets: CapSecrets,
-    log: CapLog,
+    private readonly log: CapLog,
     private readonly env: CapServiceEnvironment,
   ) {
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
     this.metrics = new AdmissionMetrics({
-      configId: env.id ?? "cap-config", store: store.kind, rulesSource: settings.rulesSource, failMode: settings.failMode,
+      configId: env.configId ?? "cap-config", store: store.kind, rulesSource: settings.rulesSource, failMode: settings.failMode,
       maxQueued: store.remote ? settings.maxQueued : 0,
     });
     this.access = new StoreAccess(store, {
@@ -175,19 +208,27 @@ export class CapService {
       exemptTiers: settings.exemptTiers,
       ...hmac,
     });
+    this.hmacSecret = hmac.hmacSecret;
     this.suppression = new SuppressionEngine({
       access: this.access, keyPrefix: settings.keyPrefix, mirrored: settings.rulesSource === "postgres", ...hmac,
+      // an opt-out must survive a crash at once, not at the next periodic snapshot
+      afterWrite: () => this.trySaveMemoryState(),
     });
     const cacheStats = new RuleCacheStats();
     this.rules = createRules(settings, inlineRules, secrets, log, this.suppression, cacheStats);
-    this.deferrals = new Deferrals(createDeferQueue(store, settings, env, log), this.access, (text) => log.warn(text));
-    this.deferrals.onSize((held) => this.metrics.heldIs(held));
+    const { deferrals, memory } = createDeferrals(store, settings, secrets, env, log, this.access);
+    this.deferrals = deferrals;
+    this.memoryDefer = memory;
+    if (store instanceof MemoryStore && env.memoryStateFile) {
+      this.snapshotTimer = setInterval(() => this.trySaveMemoryState(), MEMORY_SNAPSHOT_MS);
+      this.snapshotTimer.unref();
+    }
     this.metrics.watch({
       storeState: () => store.state(),
       rulesState: () => this.rules.state(),
       queueLength: () => this.access.queue?.length ?? 0,
       circuit: () => ({ state: this.access.breaker.state(), opens: this.access.breaker.opens }),
-      held: () => this.deferrals.currentSize(),
+      held: () => this.deferrals.heldSizes(),
       ruleCache: cacheStats,
     });
   }
@@ -207,8 +248,22 @@ export class CapService {
     return new CapService(settings, rules, createStore(settings, secrets, log, env), secrets, log, env);
   }
 
+  /**
+   * For the admin API: with rules in PostgreSQL, waits (at most `timeoutMs`)
+   * until the database was first reached, so the caps and the durable block
+   * list can be written; throws RulesUnavailableError after that.
+   */
+  async adminReady(timeoutMs = ADMIN_WAIT_MS): Promise<void> {
+    if (this.rules instanceof PostgresRules) await this.rules.whenOpen(timeoutMs);
+  }
+
   isExempt(tier: string | undefined): boolean {
     return this.engine.isExempt(tier);
+  }
+
+  /** The recipient as the store keys it: its HMAC when hashRecipients is on, never the address. */
+  recipientToken(recipient: string): string {
+    return recipientToken(recipient, this.hmacSecret);
   }
 
   /**
@@ -225,10 +280,34 @@ export class CapService {
   }
 
   async close(): Promise<void> {
+    if (this.snapshotTimer) clearInterval(this.snapshotTimer);
+    // pollers first: a release in progress finishes (and acks) before the journal is compacted
     await this.deferrals.close();
-    if (this.store instanceof MemoryStore && this.env.memoryStateFile) saveSnapshot(this.env.memoryStateFile, this.store.snapshot());
-    const queue = this.deferrals.queue;
-    if (queue instanceof MemoryDeferQueue && this.env.memoryDeferFile) saveDeferSnapshot(this.env.memoryDeferFile, queue.snapshot());
+    this.memoryDefer?.close();
+    this.saveMemoryState();
     await Promise.all([this.store.close(), this.rules.close()]);
+  }
+
+  /**
+   * Writes a memory store's counters, block list and duplicate marks (a
+   * snapshot; skipped when nothing changed). Restoring it after a crash is
+   * safe: it is state, not a to-do list (entries are sets keyed by messageId,
+   * and entries past their window are dropped on restore); a crash loses at
+   * most the counts of the last MEMORY_SNAPSHOT_MS, never a block-list change.
+   */
+  private trySaveMemoryState(): void {
+    try {
+      this.saveMemoryState();
+    } catch (err) {
+      this.log.warn(`memory store: could not save ${String(this.env.memoryStateFile)}: ${(err as Error).message}`);
+    }
+  }
+
+  private saveMemoryState(): void {
+    if (!(this.store instanceof MemoryStore) || !this.env.memoryStateFile) return;
+    const json = JSON.stringify(this.store.snapshot());
+    if (json === this.lastSnapshot) return;
+    writeTextFile(this.env.memoryStateFile, json);
+    this.lastSnapshot = json;
   }
 }

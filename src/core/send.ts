@@ -1,4 +1,6 @@
 import { SendFieldError } from "./errors";
+import { plainText } from "./plainText";
+import { emptyRecord } from "./ownKeys";
 
 /** One outbound send as the gates see it (SPEC §2), after validation. */
 export interface Send {
@@ -8,7 +10,9 @@ export interface Send {
   tier?: string;
   messageId: string;
   org: string;
+  /** no prototype: read it with ownValue */
   attributes: Record<string, string>;
+  /** no prototype: read it with ownValue */
   recipientLimits: Record<string, number>;
   /** IANA zone of the recipient (calendar windows, quiet hours); absent: the gate's default */
   timezone?: string;
@@ -37,6 +41,26 @@ export interface SendRules {
   requireTier: boolean;
 }
 
+/**
+ * The longest text a send field may hold (recipient, org, messageId, category,
+ * tier, timezone, attribute names and values): these become keys, members and
+ * stored values, so a 10 MB recipient must not become a 10 MB key.
+ */
+export const MAX_FIELD_BYTES = 1024;
+
+/**
+ * Refuses a text over MAX_FIELD_BYTES in UTF-8, or one no store keeps as it is
+ * (plainText: a NUL, an unpaired surrogate), naming the field; returns it unchanged.
+ */
+export function boundedText(field: string, value: string): string {
+  // a UTF-8 byte is at least a third of a UTF-16 unit: only long strings need counting
+  if (value.length * 3 > MAX_FIELD_BYTES) {
+    const bytes = Buffer.byteLength(value, "utf8");
+    if (bytes > MAX_FIELD_BYTES) throw new SendFieldError(field, `must be at most ${MAX_FIELD_BYTES} bytes (UTF-8), got ${bytes}`);
+  }
+  return plainText(field, value);
+}
+
 function absent(value: unknown): boolean {
   return value === undefined || value === null || value === "";
 }
@@ -44,12 +68,12 @@ function absent(value: unknown): boolean {
 function optionalString(field: string, value: unknown): string | undefined {
   if (absent(value)) return undefined;
   if (typeof value !== "string") throw new SendFieldError(field, `must be a string, got ${typeof value}`);
-  return value;
+  return boundedText(field, value);
 }
 
 function idString(field: string, value: unknown): string | undefined {
   if (absent(value)) return undefined;
-  if (typeof value === "string") return value;
+  if (typeof value === "string") return boundedText(field, value);
   if (typeof value === "number" && Number.isFinite(value)) return String(value);
   throw new SendFieldError(field, `must be a string or number, got ${typeof value}`);
 }
@@ -63,12 +87,13 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 function readAttributes(value: unknown): Record<string, string> {
-  if (absent(value)) return {};
+  if (absent(value)) return emptyRecord();
   if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
-  const out: Record<string, string> = {};
+  const out = emptyRecord<string>();
   for (const [name, v] of Object.entries(value)) {
     if (v === undefined || v === null) continue;
-    if (typeof v === "string") out[name] = v;
+    boundedText("attributes", name);
+    if (typeof v === "string") out[name] = boundedText(`attributes.${name}`, v);
     else if (typeof v === "number" && Number.isFinite(v)) out[name] = String(v);
     else throw new SendFieldError(`attributes.${name}`, `must be a string, got ${typeof v}`);
   }
@@ -76,10 +101,11 @@ function readAttributes(value: unknown): Record<string, string> {
 }
 
 function readRecipientLimits(value: unknown): Record<string, number> {
-  if (absent(value)) return {};
+  if (absent(value)) return emptyRecord();
   if (!isPlainObject(value)) throw new SendFieldError("recipientLimits", "must be an object { <cap_id>: count }");
-  const out: Record<string, number> = {};
+  const out = emptyRecord<number>();
   for (const [capId, v] of Object.entries(value)) {
+    boundedText("recipientLimits", capId);
     if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
       throw new SendFieldError(`recipientLimits.${capId}`, "must be a whole number >= 0");
     }
@@ -128,6 +154,7 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
   if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
   if (typeof raw.recipient !== "string") throw new SendFieldError("recipient", `must be a string, got ${typeof raw.recipient}`);
   if (raw.recipient.trim() === "") throw new SendFieldError("recipient", "must not be blank");
+  boundedText("recipient", raw.recipient);
 
   if (absent(raw.channel)) throw new SendFieldError("channel", "is required");
   if (typeof raw.channel !== "string" || !rules.channels.includes(raw.channel)) {

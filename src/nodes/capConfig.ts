@@ -33,13 +33,12 @@ export default function register(RED: NodeAPI): void {
       this.service = CapService.create(def, this.credentials ?? {}, {
         warn: (text) => this.warn(text),
         error: (text) => this.error(text),
-      }, {
-        id: this.id,
-        ...(userDir ? {
-          memoryStateFile: join(userDir, "sendgate", `memory-store-${this.id}.json`),
-          memoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.json`),
-        } : {}),
-      });
+      }, userDir ? {
+        configId: this.id,
+        memoryStateFile: join(userDir, "sendgate", `memory-store-${this.id}.json`),
+        memoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.jsonl`),
+        legacyMemoryDeferFile: join(userDir, "sendgate", `memory-defer-${this.id}.json`),
+      } : { configId: this.id });
     } catch (err) {
       this.problem = err as Error;
       this.error((err as Error).message);

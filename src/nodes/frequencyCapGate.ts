@@ -2,6 +2,7 @@ import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, capAdmission, carried, failReason } from "../core/admission";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
+import { ownValue } from "../core/ownKeys";
 import { claimHolder, parseSend, type Send } from "../core/send";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
@@ -10,6 +11,7 @@ import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
+import { collapseKeyOf } from "../core/deferral/deferralIds";
 import { refundClaims } from "./refunds";
 import { SendReader, type FieldProps, type RawGateInput } from "./sendReader";
 
@@ -100,10 +102,12 @@ export default function register(RED: NodeAPI): void {
         const binding = decision.blocking[0];
         const calendar = binding !== undefined && binding.rule.window_type !== "rolling";
         const dueAt = decision.retryAfterMs === null ? null : Date.now() + decision.retryAfterMs;
-        const topic = sendData.attributes.topic ?? (typeof msg.topic === "string" ? msg.topic : "");
-        // JSON keeps the parts apart whatever they contain (org "a|b" + recipient "c" is not org "a" + "b|c")
-        const collapseKey = admission.disposition === "collapse" ? JSON.stringify([node.id, sendData.org, sendData.recipient, topic]) : undefined;
-        await holdOrExpire({ ...refusal, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
+        const topic = ownValue(sendData.attributes, "topic") ?? (typeof msg.topic === "string" ? msg.topic : "");
+        // the recipient as the store keys it: with hashRecipients no address reaches the queue
+        const collapseKey = admission.disposition === "collapse"
+          ? collapseKeyOf(node.id, sendData.org, service.recipientToken(sendData.recipient), topic)
+          : undefined;
+        await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
           (m) => send([null, m, null]), collapseKey);
         return;
       }

@@ -11,6 +11,9 @@ import type { AdmittedMsg } from "./refusal";
 export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
 type Done = (err?: Error) => void;
 
+/** What a gate stops on close: a subscription, or work that finishes first (a poller's round). */
+export type Cleanup = (() => void | Promise<void>) | undefined;
+
 /**
  * The reason a gate gave a msg it sends out: the last trail entry is the
  * gate's own (every gate writes one before it sends), so what an earlier gate
@@ -45,13 +48,14 @@ export type LineUp = (recipient: { org: string; recipient: string }) => void;
 /**
  * A gate's input and close, the Node-RED way: the handler is declared as
  * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
- * which hands the msg to a Catch node; on close every subscription ends.
+ * which hands the msg to a Catch node; on close every subscription ends, and
+ * the runtime waits for a release in progress to finish.
  * Msgs of one recipient leave in the order they came (lineUp), whatever
  * order the store answers them in. With `counts`, every msg is counted by the
  * output it leaves and every msg sent to Catch by why (the metrics and the
  * editor's sidebar); a gate removed from the flows takes its counts with it.
  */
-export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly ((() => void) | undefined)[], metrics?: { counts: GateCounts; forget: () => void }): void {
+export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[], metrics?: { counts: GateCounts; forget: () => void }): void {
   const order = new OutputOrder();
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
     const place = order.place();
@@ -70,11 +74,12 @@ export function serveGate(node: Node, status: GateStatus, handle: (msg: Admitted
       (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
     );
   });
-  node.on("close", (removed: boolean, closed: () => void) => {
-    cleanups.forEach((cleanup) => cleanup?.());
-    status.stop();
+  node.on("close", (removed: boolean, done: () => void) => {
     if (removed) metrics?.forget();
-    closed();
+    Promise.allSettled(cleanups.map((cleanup) => cleanup?.())).then(() => {
+      status.stop();
+      done();
+    }, done);
   });
 }
 
@@ -84,12 +89,16 @@ export function gateMetrics(service: CapService | undefined, id: string, gate: s
   return { counts: service.metrics.gate(id, gate), forget: () => service.metrics.forget(id) };
 }
 
-/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many are held. */
-export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): (() => void)[] {
-  const send = countingSend((out) => node.send(out), service.metrics.gate(node.id, gate));
+/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many it holds. */
+export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): Cleanup[] {
+  const counts = service.metrics.gate(node.id, gate);
+  const send = countingSend((out) => node.send(out), counts);
   return [
     service.deferrals.register(node.id, releaseHandler(gate, status, (output, msg) => send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
-    service.deferrals.onSize((held) => status.holding(held)),
+    service.deferrals.onSize(node.id, (held) => {
+      status.holding(held);
+      counts.holding(held);
+    }),
   ];
 }
 

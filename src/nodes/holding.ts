@@ -3,6 +3,7 @@ import type { Admission } from "../core/admission";
 import type { DeferredMsg } from "../core/defer";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
 import type { ReleaseHandler } from "../core/deferral/deferrals";
+import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
 import { planDeferral } from "../core/deferral/deferralPlan";
 import { SendFieldError } from "../core/errors";
 import { expiryOf, type Send } from "../core/send";
@@ -10,6 +11,8 @@ import type { GateStatus } from "./gateStatus";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 
 export interface HoldingContext extends RefusalContext {
+  /** the cap-config's node id (the held msg's id is derived from it, the gate and the messageId) */
+  configId: string;
   deferMaxMs: number;
   /** spread added to the due time, so held demand does not fire at one instant */
   jitterMs: number;
@@ -63,9 +66,11 @@ export async function holdOrExpire(
   await giveBackClaims(ctx, refusal, send);
   msg.admission = { ...held, claims: refusal.claims, trail: refusal.trail };
   stored.admission = msg.admission;
-  // through the send queue: batched with the burst's other holds, under a timeout of its own
+  // through the send queue: batched with the burst's other holds, under a timeout of its own.
+  // The id is the msg's own (cap-config, gate, messageId): a retried hold replaces, never doubles.
   await ctx.service.deferrals.hold({
-    id: "", gate: ctx.node.id, dueAt: plan.dueAt, deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt,
+    id: heldMsgId(ctx.configId, ctx.node.id, send.messageId), gate: ctx.node.id, dueAt: plan.dueAt,
+    deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt, deadline: plan.deadline,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
     msg: stored,
   }, collapseKey);
@@ -74,37 +79,56 @@ export async function holdOrExpire(
 }
 
 /**
- * Releases a gate's held msgs: out of deferred with status deferred, release_at
- * and deferrals (and `collapsed` when msgs were merged), or out of skipped with
- * defer_expired when its expiresAt passed while it was held.
+ * How late past its deferMax a held msg may still be released: the gates hold
+ * a msg due by then at the latest (a jittered due time is pulled back to it),
+ * so this only covers the poller's own lateness. A msg later than that (its
+ * gate ran nowhere meanwhile) leaves by skipped.
+ */
+const DEADLINE_SLACK_MS = 60_000;
+
+/** The limit a held msg has passed (its expiresAt, strictly; its deferMax, past the slack), or undefined. */
+function expiredSince(held: DeferredMsg, now: number): number | undefined {
+  if (held.expiresAt !== undefined && now > held.expiresAt) return held.expiresAt;
+  if (held.deadline !== undefined && now > held.deadline + DEADLINE_SLACK_MS) return held.deadline;
+  return undefined;
+}
+
+/**
+ * Releases a gate's held msgs: out of deferred with status deferred, release_at,
+ * deferrals and release_id (and `collapsed` when msgs were merged, with
+ * `collapsedDropped` when more were merged than kept), or out of skipped with
+ * defer_expired when its deadline (expiresAt or deferMax) passed while it was held.
  */
 export function releaseHandler(gate: string, status: GateStatus, emit: (output: "skipped" | "deferred", msg: NodeMessage) => void): ReleaseHandler {
   return (held: DeferredMsg) => {
-    const msg = held.msg as AdmittedMsg;
+    const msg = held.msg as AdmittedMsg & { collapsed?: unknown[]; collapsedDropped?: number };
     const now = new Date();
+    const id = releaseId(held);
     if (held.collapsed && held.collapsed.length > 0) {
       // a merged msg past its own expiresAt is never released: it leaves by skipped on its own
       const live: Record<string, unknown>[] = [];
-      for (const merged of held.collapsed) {
+      held.collapsed.forEach((merged, i) => {
         const expiresAt = expiryOf(merged.expiresAt);
         if (expiresAt === undefined || expiresAt >= now.getTime()) {
           live.push(merged);
-          continue;
+          return;
         }
         const expired = merged as AdmittedMsg;
-        expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission as Admission | undefined)?.reason, { gate, now });
+        expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission as Admission | undefined)?.reason, { gate, now }, releaseId(held, i + 1));
         status.skipped();
         emit("skipped", expired);
-      }
-      if (live.length > 0) (msg as AdmittedMsg & { collapsed?: unknown[] }).collapsed = [structuredClone(held.msg), ...live];
+      });
+      if (live.length > 0) msg.collapsed = [structuredClone(held.msg), ...live];
     }
-    if (held.expiresAt !== undefined && now.getTime() > held.expiresAt) {
-      msg.admission = expiredAdmission(msg.admission, held.expiresAt, (msg.admission as Admission | undefined)?.reason, { gate, now });
+    if (held.collapsedDropped) msg.collapsedDropped = held.collapsedDropped;
+    const deadline = expiredSince(held, now.getTime());
+    if (deadline !== undefined) {
+      msg.admission = expiredAdmission(msg.admission, deadline, (msg.admission as Admission | undefined)?.reason, { gate, now }, id);
       status.skipped();
       emit("skipped", msg);
       return;
     }
-    msg.admission = releasedAdmission(msg.admission, held.dueAt, { gate, now });
+    msg.admission = releasedAdmission(msg.admission, held.dueAt, id, { gate, now });
     status.releasedHeld();
     emit("deferred", msg);
   };

@@ -111,7 +111,7 @@ export default function register(RED: NodeAPI): void {
       const refusal = quietAdmission(msg.admission, until, settings.disposition, { gate: GATE, channel: sendData.channel, now });
       const ctx = { RED, node, gate: GATE, service, status, httpResponse };
       if (settings.disposition === "defer") {
-        await holdOrExpire({ ...ctx, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs }, msg, refusal, sendData,
+        await holdOrExpire({ ...ctx, configId: (config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs }, msg, refusal, sendData,
           Number.isFinite(until) ? until : null, (m) => send([null, m, null]));
         return;
       }

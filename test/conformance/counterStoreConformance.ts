@@ -302,6 +302,37 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.deepEqual(await check("m2"), { kind: "clear", mark: "new" });
     });
 
+    it("treats recipients, cap fields, members and block-list fields named like Object.prototype members as plain names", async () => {
+      const names = ["constructor", "toString", "__proto__", "hasOwnProperty", "valueOf"];
+      for (const name of names) {
+        const cap = spec(name, 1);
+        assert.equal((await claim(name, [cap], { recipient: name })).allowed, true, name);
+        const refused = await claim(`${name}-2`, [cap], { recipient: name });
+        assert.equal(refused.allowed, false, name);
+        assert.equal(refused.counters[0]?.count, 1, name);
+      }
+      // every name a field of one recipient's hash: each its own counter
+      const fields = names.map((name) => spec(name, 1));
+      assert.deepEqual((await claim("__proto__", fields)).counters.map((c) => c.count), [1, 1, 1, 1, 1]);
+      assert.equal((await claim("constructor", fields)).allowed, false);
+      assert.deepEqual(await record("valueOf", [spec("toString", 5)]), [2]);
+      assert.equal(await release("__proto__", 1, names), 5);
+      const readings = answered((await store.inspect([{ key: key(), counters: fields }]))[0]);
+      assert.deepEqual(readings.map((c) => c.count), [0, 1, 0, 0, 0], "only valueOf's record in toString is left");
+
+      const listKey = `${prefix}:{o|__proto__}:s`;
+      const indexKey = `${prefix}:{__proto__}:sidx`;
+      const check = async (channel: string) => answered((await store.checkSuppression([{ listKey, channel, member: "m", markWindowMs: 0 }]))[0]);
+      for (const name of names) assert.deepEqual(await check(name), { kind: "clear", mark: "none" }, name);
+      await store.writeSuppressions(names.map((name) => ({ listKey, field: name, indexKey, indexField: `${name}|__proto__`, entry: `{"n":"${name}"}` })));
+      for (const name of names) assert.deepEqual(await check(name), { kind: "listed", field: name, entry: `{"n":"${name}"}` }, name);
+      assert.equal((await store.listSuppressions(indexKey, "0", 100)).entries.length, names.length);
+      const mark = { listKey: `${prefix}:{o|x}:s`, channel: "sms", markKey: `${prefix}:{o|x}:d:sms:constructor`, markWindowMs: 60_000 };
+      assert.deepEqual(answered((await store.checkSuppression([{ ...mark, member: "__proto__" }]))[0]), { kind: "clear", mark: "new" });
+      const dup = answered((await store.checkSuppression([{ ...mark, member: "toString" }]))[0]);
+      assert.equal(dup.kind === "duplicate" && dup.firstMember, "__proto__");
+    });
+
     it("answers from the store's own clock", async () => {
       const r = await claim("m", [spec("clock", 1)]);
       assert.ok(Math.abs(r.nowMs - Date.now()) < 2000);

@@ -47,6 +47,19 @@ describe("core/applicableCaps", () => {
     assert.deepEqual([c1?.field, c2?.field], ["per-campaign:c1", "per-campaign:c2"]);
   });
 
+  it("finds caps and per attributes named like Object.prototype members as plain names (never inherited members)", () => {
+    const named = validateRules(["constructor", "toString", "__proto__", "hasOwnProperty"].map((id) => ({
+      id, scope: "channel", channel: "sms", max_count: 4, window_seconds: 60, per: [id],
+    })));
+    assert.deepEqual(applicableCaps(named, send({}), "fc", "r1"), [], "a send without the per attribute is not counted");
+    const attributes = JSON.parse('{"constructor": "a", "toString": "b", "__proto__": "c", "hasOwnProperty": "d"}');
+    const caps = applicableCaps(named, send({ attributes }), "fc", "r1");
+    assert.deepEqual(caps.map((c) => [c.rule.id, c.max]), [["constructor", 4], ["toString", 4], ["__proto__", 4], ["hasOwnProperty", 4]]);
+    assert.deepEqual(caps.map((c) => c.field.split(":").at(-1)), ["a", "b", "c", "d"]);
+    const lowered = applicableCaps(named, send({ attributes, recipientLimits: JSON.parse('{"__proto__": 1}') }), "fc", "r1");
+    assert.deepEqual(lowered.map((c) => c.max), [4, 4, 1, 4]);
+  });
+
   it("lets recipientLimits lower a cap but never raise it", () => {
     const caps = applicableCaps(rules, send({ category: "marketing", recipientLimits: { "sms-mkt": 1, "sms-any": 50 } }), "fc", "r1");
     assert.equal(caps.find((c) => c.rule.id === "sms-mkt")?.max, 1);

@@ -62,7 +62,7 @@ describe("core/metrics: a cap-config's registry", () => {
     const metrics = new AdmissionMetrics({ configId: "cfg-1", store: "redis", rulesSource: "postgres", failMode: "closed", maxQueued: 500 });
     metrics.watch({
       storeState: () => "down", rulesState: () => "stale", queueLength: () => 12, circuit: () => ({ state: "open", opens: 3 }),
-      held: async () => 4, ruleCache: cache,
+      held: async () => new Map([["g1", 4], ["gone", 1]]), ruleCache: cache,
     });
     const gate = metrics.gate("g1", "frequency-cap-gate");
     gate.leftBy("allowed", undefined);
@@ -82,7 +82,9 @@ describe("core/metrics: a cap-config's registry", () => {
     assert.equal(total(families, "sendgate_store_call_duration_seconds_count", { lane: "claim" }), 2);
     assert.equal(total(families, "sendgate_store_call_duration_seconds_bucket", { lane: "claim", result: "ok", le: "0.005" }), 1);
     assert.equal(total(families, "sendgate_store_call_duration_seconds_bucket", { lane: "claim", result: "timeout", le: "0.05" }), 0);
-    assert.equal(total(families, "sendgate_held_msgs"), 4);
+    assert.equal(total(families, "sendgate_held_msgs", { gate: "g1" }), 4);
+    assert.equal(total(families, "sendgate_held_msgs", { gate: "gone" }), 1, "a gate not deployed here still shows what it holds");
+    assert.equal(metrics.configSnapshot().held, 4, "the scrape told the gate its count");
     assert.equal(total(families, "sendgate_send_queue_length"), 12);
     assert.equal(total(families, "sendgate_send_queue_max"), 500);
     assert.equal(total(families, "sendgate_circuit_state", { state: "open" }), 1);
@@ -110,13 +112,13 @@ describe("core/metrics: a cap-config's registry", () => {
 
   it("answers a scrape within a second when the defer queue does not answer, with the last count known", async () => {
     const metrics = new AdmissionMetrics({ configId: "c", store: "redis", rulesSource: "inline", failMode: "open", maxQueued: 1 });
-    metrics.heldIs(9);
+    metrics.gate("g", "quiet-hours-gate").holding(9);
     metrics.watch({
       storeState: () => "ready", rulesState: () => "ok", queueLength: () => 0, circuit: () => ({ state: "closed", opens: 0 }),
       held: () => new Promise(() => undefined), ruleCache: new RuleCacheStats(),
     });
     const started = Date.now();
-    assert.equal(total(parsePrometheusText(await metrics.text()), "sendgate_held_msgs"), 9);
+    assert.equal(total(parsePrometheusText(await metrics.text()), "sendgate_held_msgs", { gate: "g" }), 9);
     assert.ok(Date.now() - started < 1500);
   });
 });

@@ -34,7 +34,21 @@ describe("core/send: parseSend", () => {
     const s = parseSend({ recipient: "r", channel: "sms", fallbackMessageId: "abc" }, rules);
     assert.equal(s.messageId, "abc");
     assert.equal(s.org, "dflt");
-    assert.deepEqual(s.attributes, {});
+    assert.deepEqual(Object.keys(s.attributes), []);
+  });
+
+  it("reads attributes and recipientLimits into records without a prototype: inherited names are never found", () => {
+    const raw = JSON.parse('{"attributes": {"__proto__": "p", "constructor": "c"}, "recipientLimits": {"__proto__": 0, "toString": 2}}');
+    const s = parseSend({ recipient: "r", channel: "sms", messageId: "m", ...raw }, rules);
+    assert.equal(Object.getPrototypeOf(s.attributes), null);
+    assert.equal(Object.getPrototypeOf(s.recipientLimits), null);
+    assert.deepEqual(Object.entries(s.attributes), [["__proto__", "p"], ["constructor", "c"]]);
+    assert.deepEqual(Object.entries(s.recipientLimits), [["__proto__", 0], ["toString", 2]]);
+    const bare = parseSend({ recipient: "r", channel: "sms", messageId: "m" }, rules);
+    for (const name of ["constructor", "toString", "hasOwnProperty", "valueOf", "__proto__"]) {
+      assert.equal(bare.attributes[name], undefined, name);
+      assert.equal(bare.recipientLimits[name], undefined, name);
+    }
   });
 
   it("accepts numeric ids and attribute values as strings", () => {

@@ -4,11 +4,11 @@ import { RuleCacheStats } from "../../src/core/pgRules/ruleCache";
 import { AdmissionFeed, FEED_TOPIC, type ConfigFeedMessage, type GateFeedMessage } from "../../src/nodes/admissionFeed";
 import { sleep } from "../support/redis";
 
-function metricsOf(id: string): AdmissionMetrics {
+function metricsOf(id: string, state = { queue: 0 }): AdmissionMetrics {
   const metrics = new AdmissionMetrics({ configId: id, store: "memory", rulesSource: "inline", failMode: "open", maxQueued: 0 });
   metrics.watch({
-    storeState: () => "ready", rulesState: () => "ok", queueLength: () => 0, circuit: () => ({ state: "closed", opens: 0 }),
-    held: async () => 0, ruleCache: new RuleCacheStats(),
+    storeState: () => "ready", rulesState: () => "ok", queueLength: () => state.queue, circuit: () => ({ state: "closed", opens: 0 }),
+    held: async () => new Map(), ruleCache: new RuleCacheStats(),
   });
   return metrics;
 }
@@ -19,7 +19,8 @@ describe("the Admission sidebar's feed (RED.comms)", () => {
   it("publishes retained, only what changed: a gate when its counts did, the cap-config when its state did; clears what goes", () => {
     const sent: Sent[] = [];
     const feed = new AdmissionFeed((topic, data, retain) => sent.push({ topic, data, retain }), 60_000, () => 42);
-    const metrics = metricsOf("cfg");
+    const state = { queue: 0 };
+    const metrics = metricsOf("cfg", state);
     const stop = feed.watch("cfg", "my caps", metrics);
     const topics = (from: number) => sent.slice(from).map((s) => s.topic);
     try {
@@ -46,18 +47,23 @@ describe("the Admission sidebar's feed (RED.comms)", () => {
       b.leftBy("allowed", undefined);
       feed.flush();
       assert.deepEqual(topics(3), [`${FEED_TOPIC}/cfg/b`], "only the gate that counted");
-      metrics.heldIs(3);
+      state.queue = 7;
       feed.flush();
-      assert.deepEqual(topics(4), [`${FEED_TOPIC}/cfg`]);
-      assert.equal((sent[4]?.data as ConfigFeedMessage).config.held, 3);
+      assert.deepEqual(topics(4), [`${FEED_TOPIC}/cfg`], "the send path's state changed");
+      assert.equal((sent[4]?.data as ConfigFeedMessage).config.queueLength, 7);
+      b.holding(2);
+      feed.flush();
+      assert.deepEqual(topics(5), [`${FEED_TOPIC}/cfg`, `${FEED_TOPIC}/cfg/b`], "a gate holding msgs: its count and the cap-config's total");
+      assert.equal((sent[5]?.data as ConfigFeedMessage).config.held, 2);
+      assert.equal((sent[6]?.data as GateFeedMessage).gate.heldNow, 2);
 
       metrics.forget("a");
       feed.flush();
-      assert.deepEqual(sent.slice(5), [{ topic: `${FEED_TOPIC}/cfg/a`, data: null, retain: false }], "a removed gate's topic is cleared");
+      assert.deepEqual(sent.slice(7), [{ topic: `${FEED_TOPIC}/cfg/a`, data: null, retain: false }], "a removed gate's topic is cleared");
     } finally {
       stop();
     }
-    assert.deepEqual(sent.slice(6), [
+    assert.deepEqual(sent.slice(8), [
       { topic: `${FEED_TOPIC}/cfg/b`, data: null, retain: false },
       { topic: `${FEED_TOPIC}/cfg`, data: null, retain: false },
     ], "a closed cap-config clears all its topics");

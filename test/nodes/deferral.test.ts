@@ -145,9 +145,10 @@ describe("frequency-cap-gate: a calendar cap holds until the recipient's local m
     await sleep(200);
     const { calendarPeriod } = await import("../../src/core/calendarPeriod");
     const midnight = calendarPeriod("calendar_day", Date.now(), "Asia/Kathmandu").endMs;
-    const service = (helper.getNode("cfg0") as unknown as { service: { deferrals: { queue: { nextDueAt(): Promise<number | null>; size(): Promise<number> } } } }).service;
-    assert.equal(await service.deferrals.queue.size(), 1);
-    const due = await service.deferrals.queue.nextDueAt();
+    const service = (helper.getNode("cfg0") as unknown as { service: import("../../src/core/capService").CapService }).service;
+    const queue = service.deferrals.queueOf("gate0");
+    assert.equal(await queue.size(), 1);
+    const due = await queue.nextDueAt();
     assert.ok(due !== null && due >= midnight && due < midnight + 600_000, `due ${due && new Date(due).toISOString()} vs midnight ${new Date(midnight).toISOString()}`);
   });
 });

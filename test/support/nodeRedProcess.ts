@@ -73,6 +73,22 @@ export class NodeRedProcess {
     }
   }
 
+  /** Kills the process with SIGKILL (a crash: no close handler runs); its user dir stays. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGKILL");
+      await exited;
+    }
+  }
+
+  /** The user dir (where a memory store keeps its files). */
+  get dir(): string {
+    return this.userDir;
+  }
+
   cleanUp(): void {
     rmSync(this.userDir, { recursive: true, force: true });
   }

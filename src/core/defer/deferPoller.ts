@@ -14,10 +14,13 @@ export interface DeferPollerOptions {
   onError?: (err: unknown) => void;
   /** shortest sleep when a msg looks due by this clock but the store's clock disagrees (default 5 ms) */
   minSleepMs?: number;
+  /** first wait before retrying a failed ack (doubles up to 1 s; default 50 ms) */
+  ackRetryMs?: number;
 }
 
 interface Run {
   stopped: boolean;
+  stoppedAt?: number;
   wake?: () => void;
 }
 
@@ -70,6 +73,7 @@ export class DeferPoller {
     while (!run.stopped) {
       let sleepMs = idleMs;
       try {
+        const takenAt = Date.now();
         const msgs = await queue.takeDue(batch, leaseMs);
         if (msgs.length > 0) {
           let released = false;
@@ -79,9 +83,9 @@ export class DeferPoller {
           } catch (err) {
             this.report(err);
           }
-          if (released) await queue.ack(msgs.map((m) => m.id));
+          const acked = released && await this.ack(msgs.map((m) => m.id), takenAt + leaseMs, run);
           // a full batch: more may be due right now
-          if (released && msgs.length === batch) continue;
+          if (acked && msgs.length === batch) continue;
         }
         if (run.stopped) break;
         const next = await queue.nextDueAt();
@@ -99,6 +103,34 @@ export class DeferPoller {
         }
         run.wake = done;
       });
+    }
+  }
+
+  /**
+   * Acks a released batch, retrying (an ack is idempotent) until close to the
+   * lease's end: an ack lost to a connection reset must not release the whole
+   * batch again. Past that the lease ends anyway and the batch comes back
+   * (each msg with the same release_id, so a downstream node can drop it).
+   */
+  private async ack(ids: string[], leaseEnd: number, run: Run): Promise<boolean> {
+    const { queue, leaseMs } = this.options;
+    const margin = Math.min(1000, leaseMs / 10);
+    let wait = this.options.ackRetryMs ?? 50;
+    const stoppedAt = (): number => (run.stopped ? (run.stoppedAt ??= Date.now()) : Number.POSITIVE_INFINITY);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await queue.ack(ids);
+        return true;
+      } catch (err) {
+        // while stopping (a redeploy), give up sooner: the lease brings the batch back to whoever runs next
+        const giveUpAt = Math.min(leaseEnd - margin, stoppedAt() + 2000);
+        if (Date.now() + wait >= giveUpAt) {
+          this.report(new Error(`could not ack ${ids.length} released msg(s) after ${attempt} attempt(s) (${(err as Error).message}): they come back when their lease ends, with the same release_id`));
+          return false;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(wait * 2, 1000);
+      }
     }
   }
 

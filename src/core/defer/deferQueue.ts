@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 
-/** One msg held by a cap-config's defer queue (SPEC §6). All of it is JSON. */
+/** One msg held by a gate's defer queue (SPEC §6). All of it is JSON. */
 export interface DeferredMsg {
-  /** unique; given by the caller or generated (randomUUID) */
+  /** unique; given by the caller (the gates derive it from cap-config, gate and messageId) or generated */
   id: string;
   /** node id of the gate that deferred it (it releases it) */
   gate: string;
@@ -13,23 +13,37 @@ export interface DeferredMsg {
   /** epoch ms */
   firstDeferredAt: number;
   /**
-   * epoch ms; a msg is handed out at `min(dueAt, expiresAt)`, so one that
-   * cannot be released in time comes back at its expiry: the caller compares
-   * `expiresAt` with its clock and decides (SPEC §6: skipped, defer_expired).
+   * epoch ms, the send's own expiresAt: a msg is handed out at
+   * `min(dueAt, expiresAt)`, so one that cannot be released in time comes back
+   * at its expiry: the caller compares `expiresAt` with its clock and decides
+   * (SPEC §6: skipped, defer_expired).
    */
   expiresAt?: number;
+  /**
+   * epoch ms, the end of the gate's deferMax (the gates never hold a msg due
+   * after it). Past `min(expiresAt, deadline)` a msg of a gate that runs on no
+   * instance is dropped (`dropExpired`).
+   */
+  deadline?: number;
   /** the Node-RED msg as JSON-safe data (the caller serialises) */
   msg: Record<string, unknown>;
   /**
-   * msgs merged into this one (collapse disposition), in arrival order. It
-   * does NOT include this msg itself: a collapse of 5 msgs hands out the first
-   * with 4 here (1 + collapsed.length msgs in all).
+   * msgs merged into this one (collapse disposition), in arrival order, at
+   * most MAX_MERGED (the newest). It does NOT include this msg itself: a
+   * collapse of 5 msgs hands out the first with 4 here.
    */
   collapsed?: Record<string, unknown>[];
+  /** how many merged msgs were left out of `collapsed` (the oldest, past MAX_MERGED) */
+  collapsedDropped?: number;
 }
 
 /** What `defer` accepts: a DeferredMsg whose id may be left out (or "") to have one generated. */
 export type DeferInput = Omit<DeferredMsg, "id"> & { id?: string };
+
+export interface DeferItem {
+  entry: DeferInput;
+  collapseKey?: string;
+}
 
 export interface DeferResult {
   /** the id held: the msg's own, or the held msg it was merged into */
@@ -38,16 +52,36 @@ export interface DeferResult {
   collapsedInto?: string;
 }
 
+/**
+ * Most merged msgs a held msg keeps (the newest); the count of the others
+ * travels as `collapsedDropped`. Bounds a held msg's size and a merge's cost
+ * however many capped msgs share a collapse key.
+ */
+export const MAX_MERGED = 100;
+
+/**
+ * The queue of one gate's held msgs (SPEC §6). Every instance running the
+ * gate shares it; no other gate's poller ever takes from it.
+ */
 export interface DeferQueue {
   /**
    * Holds a msg. With `collapseKey`: if a msg with the same key is still held
    * (not yet taken), the new msg (its `msg`, then any msgs already collapsed
-   * into it) is appended to that one's `collapsed` list instead, atomically,
-   * and that one's id is returned as `collapsedInto`; the held msg's dueAt,
-   * expiresAt and other fields do not change. Deferring an id that is already
-   * held or taken replaces it (a released msg deferred again before its ack).
+   * into it) is appended to that one's merged msgs instead, atomically, and
+   * that one's id is returned as `collapsedInto`; the held msg's dueAt,
+   * expiresAt and other fields do not change. The same entry id merged twice
+   * (a retried hold) is merged once.
+   * Deferring an id that is already held replaces it (a retried hold; what was
+   * merged into it stays); an id that is taken (leased) is deferred anew (it
+   * came back round the chain before its ack).
    */
   defer(entry: DeferInput, collapseKey?: string): Promise<DeferResult>;
+  /**
+   * Holds many msgs in order, as `defer` would one after another (a msg may
+   * collapse into one held earlier in the same batch). Each result is the
+   * item's DeferResult, or the Error that refused that item alone.
+   */
+  deferMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]>;
   /**
    * Atomically moves up to `limit` msgs whose `min(dueAt, expiresAt) <= now`
    * into a lease of `leaseMs` and returns them, earliest first. First, msgs
@@ -56,8 +90,14 @@ export interface DeferQueue {
    * store's clock (Redis TIME in Redis, the injected clock in memory).
    */
   takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]>;
-  /** Removes taken msgs for good (after they were released). Ids not leased any more are left alone. */
+  /** Removes taken msgs for good (after they were released). Ids not leased any more are left alone. Idempotent. */
   ack(ids: readonly string[]): Promise<void>;
+  /**
+   * Removes up to `limit` held (not taken) msgs whose expiresAt or deadline
+   * passed by the store's clock, and returns them: for a gate deployed on no
+   * instance, which can never release them.
+   */
+  dropExpired(limit: number): Promise<DeferredMsg[]>;
   /** msgs held (due + leased) */
   size(): Promise<number>;
   /** when a msg can next be taken: the earliest release-at held or lease expiry, or null when empty */
@@ -65,15 +105,24 @@ export interface DeferQueue {
   close(): Promise<void>;
 }
 
-/** Checks a msg before it is held; returns the id it will have and the release-at score. */
+/** Checks a msg before it is held; returns the id it will have and the release-at score. Throws TypeError naming the field. */
 export function prepareDeferral(entry: DeferInput): { id: string; releaseAt: number; stored: DeferredMsg } {
+  if (entry === null || typeof entry !== "object") throw new TypeError("defer: entry must be an object");
   if (!Number.isFinite(entry.dueAt)) throw new TypeError("defer: dueAt must be a finite epoch ms");
   if (entry.expiresAt !== undefined && !Number.isFinite(entry.expiresAt)) throw new TypeError("defer: expiresAt must be a finite epoch ms");
+  if (entry.deadline !== undefined && !Number.isFinite(entry.deadline)) throw new TypeError("defer: deadline must be a finite epoch ms");
   if (typeof entry.gate !== "string") throw new TypeError("defer: gate must be a string");
   if (entry.msg === null || typeof entry.msg !== "object") throw new TypeError("defer: msg must be an object");
+  if (entry.id !== undefined && typeof entry.id !== "string") throw new TypeError("defer: id must be a string");
   const id = entry.id !== undefined && entry.id !== "" ? entry.id : randomUUID();
   const releaseAt = Math.floor(entry.expiresAt === undefined ? entry.dueAt : Math.min(entry.dueAt, entry.expiresAt));
   return { id, releaseAt, stored: { ...entry, id } };
+}
+
+/** When a held msg may be dropped if its gate runs nowhere: the earlier of expiresAt and deadline (undefined: never). */
+export function dropAt(entry: Pick<DeferredMsg, "expiresAt" | "deadline">): number | undefined {
+  const at = Math.min(entry.expiresAt ?? Number.POSITIVE_INFINITY, entry.deadline ?? Number.POSITIVE_INFINITY);
+  return Number.isFinite(at) ? Math.floor(at) : undefined;
 }
 
 /** What a merge appends to the held msg's list: the msg, then those already collapsed into it. */
@@ -81,13 +130,28 @@ export function mergedItems(entry: DeferInput): Record<string, unknown>[] {
   return [entry.msg, ...(entry.collapsed ?? [])];
 }
 
-/** The taken msg as handed out: its own collapsed list, then what was merged into it while held. */
-export function withMerged(stored: DeferredMsg, merged: readonly Record<string, unknown>[]): DeferredMsg {
-  if (merged.length === 0) return stored;
-  return { ...stored, collapsed: [...(stored.collapsed ?? []), ...merged] };
+/**
+ * The taken msg as handed out: its own collapsed list, then what was merged
+ * into it while held, the newest MAX_MERGED of them; the rest are counted.
+ */
+export function withMerged(stored: DeferredMsg, merged: readonly Record<string, unknown>[], droppedWhileHeld: number): DeferredMsg {
+  if (merged.length === 0 && droppedWhileHeld === 0) return stored;
+  const all = [...(stored.collapsed ?? []), ...merged];
+  const over = Math.max(0, all.length - MAX_MERGED);
+  const dropped = (stored.collapsedDropped ?? 0) + droppedWhileHeld + over;
+  return { ...stored, collapsed: over > 0 ? all.slice(over) : all, ...(dropped > 0 ? { collapsedDropped: dropped } : {}) };
 }
 
 export function checkTakeArgs(limit: number, leaseMs: number): void {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError("takeDue: limit must be a positive integer");
   if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new RangeError("takeDue: leaseMs must be positive");
+}
+
+export function checkLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError("dropExpired: limit must be a positive integer");
+}
+
+/** An Error for what a batch item threw (anything thrown becomes an Error). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
 }

@@ -1,28 +1,54 @@
+import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  checkTakeArgs, mergedItems, prepareDeferral, withMerged,
-  type DeferInput, type DeferQueue, type DeferResult, type DeferredMsg,
+  asError, checkLimit, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
 export type DeferClock = () => number;
 
+/**
+ * One change to a memory queue, as its journal records it: replaying the
+ * changes in order rebuilds what is held (leases are not recorded: after a
+ * restart a msg taken and not acked is due again).
+ */
+export type QueueChange =
+  /** held anew, or replacing the held msg with that id (keepMerged: a retried hold keeps what was merged into it) */
+  | { op: "put"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; keepMerged: boolean }
+  /** `items` of entry `unit` merged into `into`, then the oldest past MAX_MERGED dropped */
+  | { op: "merge"; into: string; unit: string; items: string[]; dropped: number }
+  /** released (acked) or dropped for good */
+  | { op: "remove"; ids: string[] }
+  /** a whole held msg, as a compacted journal writes it */
+  | { op: "state"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; merged: string[]; units: string[]; dropped: number };
+
+export interface MemoryDeferQueueOptions {
+  /** the gate whose msgs it holds; entries of another gate are refused */
+  gate?: string;
+  clock?: DeferClock;
+  codec?: DeferCodec;
+  /** told the changes of each call (a batch at once), synchronously, before the call returns */
+  onChanges?: (changes: QueueChange[]) => void;
+  /** a held msg that cannot be read back (codec, damaged): it is removed */
+  onDamaged?: (id: string, err: Error) => void;
+}
+
 interface Held {
-  /** the DeferredMsg as JSON, so the caller's later changes never reach the queue (as in Redis) */
-  json: string;
+  /** the DeferredMsg as encoded JSON, so the caller's later changes never reach the queue (as in Redis) */
+  stored: string;
   /** min(dueAt, expiresAt), floored to ms */
   releaseAt: number;
-  /** JSON of msgs collapsed into it while held */
+  /** min(expiresAt, deadline): past it dropExpired removes it */
+  expiresAt?: number;
+  /** encoded JSON of msgs merged into it while held, the newest MAX_MERGED */
   merged: string[];
+  /** ids of the entries merged into it (a retried merge adds nothing) */
+  units: Set<string>;
+  /** merged msgs dropped past MAX_MERGED */
+  dropped: number;
   /** its collapse key while it is held and not taken */
   collapseKey?: string;
   /** set while taken and not acked */
   leaseUntil?: number;
-}
-
-/** A memory defer queue as JSON: what the cap-config saves on close and loads on start. */
-export interface DeferSnapshot {
-  version: 1;
-  /** every msg held, due or leased (a leased one comes back as due) */
-  entries: { entry: DeferredMsg; merged: Record<string, unknown>[]; collapseKey?: string }[];
 }
 
 /** ascending by (releaseAt, id), the order a Redis sorted set keeps */
@@ -31,9 +57,10 @@ function before(a: { releaseAt: number; id: string }, b: { releaseAt: number; id
 }
 
 /**
- * The defer queue of a cap-config on the memory store (SPEC §6): the same
- * semantics as RedisDeferQueue in one process. JavaScript runs each call to
- * completion before the next, so every call is atomic without locks.
+ * A gate's defer queue on the memory store (SPEC §6): the same semantics as
+ * RedisDeferQueue in one process. JavaScript runs each call to completion
+ * before the next, so every call is atomic without locks; each change is
+ * handed to `onChange` (the journal) before the call returns.
  */
 export class MemoryDeferQueue implements DeferQueue {
   private readonly held = new Map<string, Held>();
@@ -41,37 +68,35 @@ export class MemoryDeferQueue implements DeferQueue {
   private due: { releaseAt: number; id: string }[] = [];
   private readonly leased = new Set<string>();
   private readonly collapse = new Map<string, string>();
-
+  private readonly clock: DeferClock;
+  private readonly codec: DeferCodec;
   private closed = false;
+  /** changes made by the call in progress, told at its end */
+  private pending: QueueChange[] = [];
 
-  constructor(private readonly clock: DeferClock = Date.now) {}
+  constructor(private readonly options: MemoryDeferQueueOptions = {}) {
+    this.clock = options.clock ?? Date.now;
+    this.codec = options.codec ?? plainCodec;
+  }
 
-  async defer(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
-    // after close the cap-config has saved the queue: a msg accepted now would be lost
+  async defer(entry: DeferItem["entry"], collapseKey?: string): Promise<DeferResult> {
+    const [result] = await this.deferMany([{ entry, ...(collapseKey !== undefined ? { collapseKey } : {}) }]);
+    if (result instanceof Error) throw result;
+    return result as DeferResult;
+  }
+
+  async deferMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
+    // after close the queue was compacted to disk: a msg accepted now would be lost
     if (this.closed) throw new Error("defer queue is closed");
-    const { id, releaseAt, stored } = prepareDeferral(entry);
-    const key = collapseKey ?? "";
-    if (key !== "") {
-      const target = this.collapse.get(key);
-      const into = target === undefined ? undefined : this.held.get(target);
-      if (target !== undefined && target !== id && into && into.leaseUntil === undefined) {
-        for (const m of mergedItems(entry)) into.merged.push(JSON.stringify(m));
-        return { id: target, collapsedInto: target };
+    const results = items.map((item) => {
+      try {
+        return this.deferOne(item);
+      } catch (err) {
+        return asError(err);
       }
-    }
-    const old = this.held.get(id);
-    if (old) {
-      if (old.collapseKey !== undefined && old.collapseKey !== key && this.collapse.get(old.collapseKey) === id) this.collapse.delete(old.collapseKey);
-      this.unlist(id, old);
-    }
-    const record: Held = { json: JSON.stringify(stored), releaseAt, merged: [] };
-    if (key !== "") {
-      record.collapseKey = key;
-      this.collapse.set(key, id);
-    }
-    this.held.set(id, record);
-    this.list(id, releaseAt);
-    return { id };
+    });
+    this.flush();
+    return results;
   }
 
   async takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]> {
@@ -88,7 +113,9 @@ export class MemoryDeferQueue implements DeferQueue {
     let n = 0;
     while (n < this.due.length && n < limit && (this.due[n] as { releaseAt: number }).releaseAt <= now) n++;
     const taken = this.due.splice(0, n);
-    return taken.map(({ id }) => {
+    const out: DeferredMsg[] = [];
+    const damaged: string[] = [];
+    for (const { id } of taken) {
       const record = this.held.get(id) as Held;
       record.leaseUntil = now + Math.ceil(leaseMs);
       this.leased.add(id);
@@ -96,17 +123,44 @@ export class MemoryDeferQueue implements DeferQueue {
         if (this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
         delete record.collapseKey;
       }
-      return withMerged(JSON.parse(record.json) as DeferredMsg, record.merged.map((m) => JSON.parse(m) as Record<string, unknown>));
-    });
+      const msg = this.read(id, record);
+      if (msg) out.push(msg);
+      else damaged.push(id);
+    }
+    if (damaged.length > 0) this.change({ op: "remove", ids: damaged });
+    this.flush();
+    return out;
   }
 
   async ack(ids: readonly string[]): Promise<void> {
-    for (const id of ids) {
-      if (this.leased.delete(id)) this.held.delete(id);
+    const removed = ids.filter((id) => this.leased.has(id));
+    if (removed.length > 0) this.change({ op: "remove", ids: removed });
+    this.flush();
+  }
+
+  async dropExpired(limit: number): Promise<DeferredMsg[]> {
+    checkLimit(limit);
+    const now = Math.floor(this.clock());
+    const gone: string[] = [];
+    const out: DeferredMsg[] = [];
+    for (const [id, record] of this.held) {
+      if (gone.length >= limit) break;
+      if (record.leaseUntil !== undefined || record.expiresAt === undefined || record.expiresAt > now) continue;
+      gone.push(id);
+      const msg = this.read(id, record);
+      if (msg) out.push(msg);
     }
+    if (gone.length > 0) this.change({ op: "remove", ids: gone });
+    this.flush();
+    return out;
   }
 
   async size(): Promise<number> {
+    return this.held.size;
+  }
+
+  /** msgs held right now (for the cap-config, without a promise) */
+  get count(): number {
     return this.held.size;
   }
 
@@ -123,34 +177,120 @@ export class MemoryDeferQueue implements DeferQueue {
     this.closed = true;
   }
 
-  /** Everything held, leased msgs as due again (their instance is going away). */
-  snapshot(): DeferSnapshot {
-    const entries: DeferSnapshot["entries"] = [];
-    for (const record of this.held.values()) {
-      const item: DeferSnapshot["entries"][number] = {
-        entry: JSON.parse(record.json) as DeferredMsg,
-        merged: record.merged.map((m) => JSON.parse(m) as Record<string, unknown>),
-      };
-      if (record.collapseKey !== undefined) item.collapseKey = record.collapseKey;
-      entries.push(item);
-    }
-    return { version: 1, entries };
+  /** Everything held as changes that rebuild it (what a compacted journal holds); leased msgs come back due. */
+  state(): QueueChange[] {
+    return [...this.held].map(([id, r]) => ({
+      op: "state" as const, id, stored: r.stored, releaseAt: r.releaseAt,
+      ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
+      ...(r.collapseKey !== undefined ? { key: r.collapseKey } : {}),
+      merged: r.merged, units: [...r.units], dropped: r.dropped,
+    }));
   }
 
-  /** Adds a snapshot's msgs (each replaces a held msg with the same id). */
-  restore(snapshot: DeferSnapshot): void {
-    if (snapshot.version !== 1) throw new Error(`unknown defer queue snapshot version ${String(snapshot.version)}`);
-    for (const { entry, merged, collapseKey } of snapshot.entries) {
-      const { id, releaseAt, stored } = prepareDeferral(entry);
-      const old = this.held.get(id);
-      if (old) this.unlist(id, old);
-      const record: Held = { json: JSON.stringify(stored), releaseAt, merged: merged.map((m) => JSON.stringify(m)) };
-      if (collapseKey !== undefined) {
-        record.collapseKey = collapseKey;
-        this.collapse.set(collapseKey, id);
+  /** Applies a recorded change (replaying the journal); live calls go through here too, so both agree. */
+  apply(change: QueueChange): void {
+    switch (change.op) {
+      case "put": {
+        const old = this.held.get(change.id);
+        const keep = change.keepMerged && old !== undefined;
+        if (old) {
+          if (old.collapseKey !== undefined && old.collapseKey !== change.key && this.collapse.get(old.collapseKey) === change.id) this.collapse.delete(old.collapseKey);
+          this.unlist(change.id, old);
+        }
+        this.hold(change.id, {
+          stored: change.stored, releaseAt: change.releaseAt,
+          ...(change.expiresAt !== undefined ? { expiresAt: change.expiresAt } : {}),
+          merged: keep ? old.merged : [], units: keep ? old.units : new Set(), dropped: keep ? old.dropped : 0,
+        }, change.key);
+        return;
       }
-      this.held.set(id, record);
-      this.list(id, releaseAt);
+      case "state": {
+        const old = this.held.get(change.id);
+        if (old) this.unlist(change.id, old);
+        this.hold(change.id, {
+          stored: change.stored, releaseAt: change.releaseAt,
+          ...(change.expiresAt !== undefined ? { expiresAt: change.expiresAt } : {}),
+          merged: [...change.merged], units: new Set(change.units), dropped: change.dropped,
+        }, change.key);
+        return;
+      }
+      case "merge": {
+        const into = this.held.get(change.into);
+        if (!into || into.units.has(change.unit)) return;
+        into.units.add(change.unit);
+        into.merged.push(...change.items);
+        const over = into.merged.length - MAX_MERGED;
+        if (over > 0) into.merged.splice(0, over);
+        into.dropped += Math.max(0, over) + change.dropped;
+        return;
+      }
+      case "remove":
+        for (const id of change.ids) {
+          const record = this.held.get(id);
+          if (!record) continue;
+          this.unlist(id, record);
+          if (record.collapseKey !== undefined && this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
+          this.held.delete(id);
+        }
+    }
+  }
+
+  private deferOne({ entry, collapseKey }: DeferItem): DeferResult {
+    const gate = this.options.gate;
+    if (gate !== undefined && entry?.gate !== gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${gate}`);
+    const { id, releaseAt, stored } = prepareDeferral(entry);
+    const key = collapseKey ?? "";
+    if (key !== "") {
+      const target = this.collapse.get(key);
+      const into = target === undefined ? undefined : this.held.get(target);
+      if (target !== undefined && target !== id && into && into.leaseUntil === undefined) {
+        const items = mergedItems(entry).map((m) => this.codec.encode(JSON.stringify(m)));
+        this.change({ op: "merge", into: target, unit: id, items, dropped: entry.collapsedDropped ?? 0 });
+        return { id: target, collapsedInto: target };
+      }
+    }
+    const old = this.held.get(id);
+    const dropAfter = dropAt(entry);
+    this.change({
+      op: "put", id, stored: this.codec.encode(JSON.stringify(stored)), releaseAt,
+      ...(dropAfter !== undefined ? { expiresAt: dropAfter } : {}),
+      ...(key !== "" ? { key } : {}),
+      // held and not taken: a retried hold of the same msg; taken: a new deferral of a released msg
+      keepMerged: old !== undefined && old.leaseUntil === undefined,
+    });
+    return { id };
+  }
+
+  private change(change: QueueChange): void {
+    this.apply(change);
+    this.pending.push(change);
+  }
+
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    const changes = this.pending;
+    this.pending = [];
+    this.options.onChanges?.(changes);
+  }
+
+  private hold(id: string, record: Held, key: string | undefined): void {
+    if (key !== undefined && key !== "") {
+      record.collapseKey = key;
+      this.collapse.set(key, id);
+    }
+    this.held.set(id, record);
+    this.list(id, record.releaseAt);
+  }
+
+  /** The held msg as handed out, or undefined (reported) when it cannot be read back. */
+  private read(id: string, record: Held): DeferredMsg | undefined {
+    try {
+      const stored = JSON.parse(this.codec.decode(record.stored)) as DeferredMsg;
+      const merged = record.merged.map((m) => JSON.parse(this.codec.decode(m)) as Record<string, unknown>);
+      return withMerged(stored, merged, record.dropped);
+    } catch (err) {
+      this.options.onDamaged?.(id, asError(err));
+      return undefined;
     }
   }
 
@@ -160,7 +300,10 @@ export class MemoryDeferQueue implements DeferQueue {
 
   /** Takes a held msg out of the due list or the lease set, wherever it is. */
   private unlist(id: string, record: Held): void {
-    if (this.leased.delete(id)) return;
+    if (this.leased.delete(id)) {
+      delete record.leaseUntil;
+      return;
+    }
     const i = this.position({ releaseAt: record.releaseAt, id });
     if (this.due[i]?.id === id) this.due.splice(i, 1);
   }

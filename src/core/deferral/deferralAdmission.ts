@@ -17,8 +17,12 @@ export function heldAdmission(refusal: Admission, firstDeferredAt: number): Admi
   };
 }
 
-/** The admission of a held msg leaving by the deferred output (SPEC §6): status deferred, release_at, deferrals. */
-export function releasedAdmission(held: unknown, releaseAt: number, ctx: DeferralContext): Admission {
+/**
+ * The admission of a held msg leaving by the deferred output (SPEC §6): status
+ * deferred, release_at, deferrals, and release_id (the same if this release is
+ * repeated, so a downstream node can drop the repeat).
+ */
+export function releasedAdmission(held: unknown, releaseAt: number, releaseId: string, ctx: DeferralContext): Admission {
   const previous = (typeof held === "object" && held !== null ? held : {}) as Partial<Admission>;
   const { claims, trail, deferral } = carried(held);
   const at = ctx.now.toISOString();
@@ -29,13 +33,14 @@ export function releasedAdmission(held: unknown, releaseAt: number, ctx: Deferra
     status: "deferred",
     gate: ctx.gate,
     release_at: new Date(releaseAt).toISOString(),
+    release_id: releaseId,
     claims,
     trail,
   } as Admission;
 }
 
-/** A msg that can no longer be admitted in time (expiresAt or deferMax): skipped, defer_expired. */
-export function expiredAdmission(previous: unknown, deadline: number, blockedBy: AdmissionReason | undefined, ctx: DeferralContext): Admission {
+/** A msg that can no longer be admitted in time (expiresAt or deferMax): skipped, defer_expired (release_id when it left the queue). */
+export function expiredAdmission(previous: unknown, deadline: number, blockedBy: AdmissionReason | undefined, ctx: DeferralContext, releaseId?: string): Admission {
   const { claims, trail, deferral } = carried(previous);
   trail.push({ gate: ctx.gate, status: "skipped", reason: "defer_expired", at: ctx.now.toISOString() });
   const details = {
@@ -47,6 +52,7 @@ export function expiredAdmission(previous: unknown, deadline: number, blockedBy:
     reason: "defer_expired",
     gate: ctx.gate,
     ...deferral,
+    ...(releaseId !== undefined ? { release_id: releaseId } : {}),
     claims,
     trail,
     error: {

@@ -10,7 +10,8 @@ export interface DeferralLimits {
 }
 
 export type DeferralPlan =
-  | { kind: "defer"; dueAt: number; firstDeferredAt: number }
+  /** deadline: the last instant it may be released (expiresAt or deferMax) */
+  | { kind: "defer"; dueAt: number; firstDeferredAt: number; deadline: number }
   | { kind: "expired"; deadline: number };
 
 /** The last instant a msg may still be released. */
@@ -29,5 +30,5 @@ export function planDeferral(dueAt: number | null, jitterMs: number, limits: Def
   const deadline = deferralDeadline(limits);
   if (dueAt === null || dueAt > deadline) return { kind: "expired", deadline };
   const jittered = dueAt + Math.floor(random() * Math.max(0, jitterMs));
-  return { kind: "defer", dueAt: Math.min(jittered, deadline), firstDeferredAt: limits.firstDeferredAt ?? limits.now };
+  return { kind: "defer", dueAt: Math.min(jittered, deadline), firstDeferredAt: limits.firstDeferredAt ?? limits.now, deadline };
 }

@@ -1,139 +1,264 @@
-import type { DeferInput, DeferQueue, DeferredMsg, DeferResult } from "../defer";
-import { DeferPoller } from "../defer";
+import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg, GateRegistry } from "../defer";
+import { BEAT_MS, DeferPoller } from "../defer";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
 import { asStoreFailure } from "../storeFaults";
 
 export type ReleaseHandler = (held: DeferredMsg) => void;
 
-/** How a cap-config's poller takes held msgs (the bench uses the same). A large batch keeps releases on time under load. */
+/** How a gate's poller takes held msgs (the bench uses the same). A large batch keeps releases on time under load. */
 export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as const;
-/** a msg whose gate is not deployed here waits this long, then is offered again */
-const ORPHAN_RETRY_MS = 30_000;
 const SIZE_REFRESH_MS = 2_000;
+/** how often the msgs of gates that run nowhere are checked (dropped once past their deadline) */
+const SWEEP_MS = 30_000;
 /** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
 export const HOLD_TIMEOUT_MS = 2_000;
 
-interface HoldItem {
-  entry: DeferInput;
-  collapseKey?: string;
+export interface DeferralsOptions {
+  /** the queue of one gate (the same object for the same gate) */
+  openQueue: (gate: string) => DeferQueue;
+  registry: GateRegistry;
+  warn: (text: string) => void;
+  /** the cap-config's send queue: holds go through it, batched (one script call per gate's queue); none = straight to the queue */
+  access?: StoreAccess;
+  /** moves what a gate held in an older queue layout into its queue (Redis); returns how many moved */
+  migrate?: (gate: string) => Promise<number>;
+  polling?: Partial<{ leaseMs: number; batch: number; idleMs: number }>;
+  beatMs?: number;
+  sweepMs?: number;
+}
+
+interface Running {
+  handler: ReleaseHandler;
+  poller: DeferPoller;
+  queue: DeferQueue;
 }
 
 /**
- * A cap-config's held msgs: the durable queue, the poller that takes what is
- * due (each msg exactly once across instances sharing the queue), and the
- * gates that release them. Knows nothing of Node-RED: a gate registers a
- * handler under its node id.
+ * A cap-config's held msgs: a durable queue per gate, and per gate running
+ * here a poller that takes what is due (each msg exactly once across the
+ * instances running the gate) and hands it to the gate. No poller ever takes
+ * a msg of a gate it cannot release. The msgs of a gate that runs on no
+ * instance wait for it until their deadline, then are dropped and reported.
+ * Knows nothing of Node-RED: a gate registers a handler under its node id.
  */
 export class Deferrals {
-  private readonly handlers = new Map<string, ReleaseHandler>();
-  private readonly sizeListeners = new Set<(held: number) => void>();
-  private readonly warnedOrphans = new Set<string>();
-  private readonly poller: DeferPoller;
-  private sizeTimer: NodeJS.Timeout | undefined;
-  private held = 0;
+  private readonly running = new Map<string, Running>();
+  private readonly queues = new Map<string, DeferQueue>();
+  private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void> }>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  /** gates that held msgs in this process: they say they run here (a gate that never held has nothing to orphan) */
+  private readonly holding = new Set<string>();
+  private readonly polling: { leaseMs: number; batch: number; idleMs: number };
   private closing = false;
   private lastWarning = "";
-  private readonly holds: Lane<HoldItem, DeferResult>;
+  private readonly holds: Lane<DeferItem, DeferResult> | undefined;
 
-  constructor(readonly queue: DeferQueue, private readonly access: StoreAccess, private readonly warn: (text: string) => void) {
-    this.holds = access.lane("hold", (_store, items) => Promise.all(items.map((item) => queue.defer(item.entry, item.collapseKey).catch(asStoreFailure))), {
-      bounded: false, timeoutMs: HOLD_TIMEOUT_MS,
-    });
-    this.poller = new DeferPoller({
-      queue, ...DEFER_POLLING,
-      onDue: (msgs) => this.release(msgs),
-      onError: (err) => this.warnOnce(`defer queue: ${err instanceof Error ? err.message : String(err)}`),
-    });
+  constructor(private readonly options: DeferralsOptions) {
+    this.polling = { ...DEFER_POLLING, ...options.polling };
+    // a burst's holds wait together in the send queue and go out as one deferMany per gate's queue
+    this.holds = options.access?.lane("hold", async (_store, items: readonly DeferItem[]) => {
+      const results = await this.holdMany(items);
+      return results.map((r) => (r instanceof Error ? asStoreFailure(r) : r));
+    }, { bounded: false, timeoutMs: HOLD_TIMEOUT_MS });
+    const every = (ms: number, work: () => Promise<void>): void => {
+      const timer = setInterval(() => void work().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`)), ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(options.beatMs ?? BEAT_MS, () => this.beat());
+    every(options.sweepMs ?? SWEEP_MS, () => this.sweep());
+    every(SIZE_REFRESH_MS, () => this.refreshSizes());
   }
 
-  /** A gate releases its own held msgs from now on (and the poller runs while any gate is registered). */
-  register(gate: string, handler: ReleaseHandler): () => void {
-    this.handlers.set(gate, handler);
-    // on the next turn: the runtime creates a flow's nodes one after another, and every gate should be here first
-    setImmediate(() => {
-      if (this.handlers.size > 0 && !this.poller.running && !this.closing) this.poller.start();
-    });
-    if (!this.sizeTimer) {
-      this.sizeTimer = setInterval(() => void this.refreshSize(), SIZE_REFRESH_MS);
-      this.sizeTimer.unref();
-      void this.refreshSize();
+  /** The queue of one gate. */
+  queueOf(gate: string): DeferQueue {
+    let queue = this.queues.get(gate);
+    if (!queue) {
+      queue = this.options.openQueue(gate);
+      this.queues.set(gate, queue);
     }
-    return () => {
-      if (this.handlers.get(gate) === handler) this.handlers.delete(gate);
+    return queue;
+  }
+
+  /**
+   * A gate releases its own held msgs from now on: its poller starts on the
+   * next turn (the runtime creates a flow's nodes one after another, and the
+   * nodes it sends to should be there first). Returns the unregistration,
+   * which resolves once the poller's round in progress is over.
+   */
+  register(gate: string, handler: ReleaseHandler): () => Promise<void> {
+    if (this.closing) throw new Error("defer queue is closed");
+    const existing = this.running.get(gate);
+    const queue = this.queueOf(gate);
+    const poller = existing?.poller ?? new DeferPoller({
+      queue, ...this.polling,
+      onDue: (msgs) => this.release(gate, msgs),
+      onError: (err) => this.warnOnce(`defer queue of gate ${gate}: ${err instanceof Error ? err.message : String(err)}`),
+    });
+    const entry: Running = { handler, poller, queue };
+    this.running.set(gate, entry);
+    setImmediate(() => {
+      if (this.running.get(gate) === entry && !this.closing) poller.start();
+    });
+    if (this.options.migrate) {
+      void this.options.migrate(gate).then(
+        (moved) => { if (moved > 0) this.options.warn(`moved ${moved} held msg(s) of gate ${gate} from the queue layout before 0.2`); },
+        (err: Error) => this.warnOnce(`moving held msgs of gate ${gate} from the old queue layout: ${err.message}`),
+      );
+    }
+    void this.refreshSize(gate);
+    return async () => {
+      if (this.running.get(gate) !== entry) return;
+      this.running.delete(gate);
+      await poller.stop();
     };
   }
 
-  /** Holds a msg, through the send queue (batched with the other holds of a burst). */
-  async hold(entry: DeferInput, collapseKey?: string): Promise<{ id: string; collapsedInto?: string }> {
-    const result = await this.access.submit(this.holds, { entry, ...(collapseKey !== undefined ? { collapseKey } : {}) });
-    this.poller.wake();
-    void this.refreshSize();
-    return result;
+  /** Holds a msg, through the send queue when there is one (batched with the other holds of a burst). */
+  async hold(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
+    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}) };
+    if (this.holds && this.options.access) return this.options.access.submit(this.holds, item);
+    const [result] = await this.holdMany([item]);
+    if (result instanceof Error) throw result;
+    return result as DeferResult;
   }
 
-  /** the msgs the queue held when last asked (every 2 s while a gate releases from it, and after each hold) */
-  get heldNow(): number {
-    return this.held;
+  /** Holds many msgs (one store call per gate's queue); each result is its item's, or the Error that refused it. */
+  async holdMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
+    const results: (DeferResult | Error)[] = new Array(items.length);
+    const byGate = new Map<string, number[]>();
+    items.forEach((item, i) => {
+      const gate = item?.entry?.gate;
+      if (typeof gate !== "string") {
+        results[i] = new TypeError("defer: gate must be a string");
+        return;
+      }
+      const group = byGate.get(gate);
+      if (group) group.push(i);
+      else byGate.set(gate, [i]);
+    });
+    await Promise.all([...byGate].map(async ([gate, indexes]) => {
+      try {
+        const answered = await this.queueOf(gate).deferMany(indexes.map((i) => items[i] as DeferItem));
+        indexes.forEach((index, k) => { results[index] = answered[k] as DeferResult | Error; });
+      } catch (err) {
+        for (const index of indexes) results[index] = err instanceof Error ? err : new Error(String(err));
+      }
+      this.held(gate);
+    }));
+    return results;
   }
 
-  /** Asks the queue how many msgs it holds now; the last known count when it cannot answer. */
-  async currentSize(): Promise<number> {
-    await this.refreshSize();
-    return this.held;
+  /** How many msgs each gate's queue holds, asked now (the last count known for a queue that does not answer). */
+  async heldSizes(): Promise<Map<string, number>> {
+    await Promise.all([...this.queues.keys()].map((gate) => this.refreshSize(gate)));
+    return new Map([...this.queues.keys()].map((gate) => [gate, this.sizeOf(gate).held]));
   }
 
-  onSize(listener: (held: number) => void): () => void {
-    this.sizeListeners.add(listener);
-    listener(this.held);
-    return () => this.sizeListeners.delete(listener);
+  /** How many msgs a gate's queue holds (told now, and whenever it changes). */
+  onSize(gate: string, listener: (held: number) => void): () => void {
+    const size = this.sizeOf(gate);
+    size.listeners.add(listener);
+    listener(size.held);
+    return () => size.listeners.delete(listener);
   }
 
   async close(): Promise<void> {
     this.closing = true;
-    if (this.sizeTimer) clearInterval(this.sizeTimer);
-    await this.poller.stop();
-    await this.queue.close();
+    for (const timer of this.timers) clearInterval(timer);
+    const pollers = [...this.running.values()].map((r) => r.poller);
+    this.running.clear();
+    await Promise.all(pollers.map((p) => p.stop()));
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
   }
 
-  private async release(msgs: DeferredMsg[]): Promise<void> {
+  /** Hands a gate's due msgs to it; when it is gone (closed meanwhile), puts them back at once for its next poller. */
+  private async release(gate: string, msgs: DeferredMsg[]): Promise<void> {
     this.lastWarning = "";
+    const handler = this.running.get(gate)?.handler;
+    if (!handler) {
+      const put = await this.queueOf(gate).deferMany(msgs.map((entry) => ({ entry })));
+      const failed = put.filter((r) => r instanceof Error);
+      // not put back: they stay leased and come back when the lease ends
+      if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${(failed[0] as Error).message}`);
+      return;
+    }
     for (const held of msgs) {
-      const handler = this.handlers.get(held.gate);
-      if (handler) {
-        handler(held);
-        continue;
-      }
-      // the gate that holds it is not deployed on this instance: keep it, never drop it
-      if (!this.warnedOrphans.has(held.gate)) {
-        this.warnedOrphans.add(held.gate);
-        this.warn(`held msgs of gate ${held.gate}, which is not deployed here, wait for it (retried every ${ORPHAN_RETRY_MS / 1000} s)`);
-      }
       try {
-        await this.queue.defer({ ...held, dueAt: Date.now() + ORPHAN_RETRY_MS });
+        handler(held);
       } catch (err) {
-        // not put back: it stays leased and comes back when the lease ends; the batch's released msgs still get acked
-        this.warnOnce(`defer queue: could not put back a msg of gate ${held.gate}: ${(err as Error).message}`);
+        this.options.warn(`gate ${gate} could not release held msg ${held.id}: ${(err as Error).message}`);
       }
     }
-    void this.refreshSize();
+    void this.refreshSize(gate);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.closing) return;
+    const gates = [...this.running.keys()].filter((gate) => this.holding.has(gate) || this.sizeOf(gate).held > 0);
+    await this.options.registry.beat(gates);
+  }
+
+  /** The msgs of gates that run nowhere: dropped (and reported) once past their deadline. */
+  private async sweep(): Promise<void> {
+    if (this.closing) return;
+    for (const gate of this.running.keys()) {
+      if (this.options.migrate) await this.options.migrate(gate);
+    }
+    for (const gate of await this.options.registry.orphans()) {
+      if (this.running.has(gate) || this.closing) continue;
+      const queue = this.queueOf(gate);
+      for (;;) {
+        const expired = await queue.dropExpired(500);
+        if (expired.length > 0) {
+          const ids = expired.map((m) => String((m.msg as { messageId?: unknown; _msgid?: unknown }).messageId ?? (m.msg as { _msgid?: unknown })._msgid ?? m.id));
+          this.options.warn(`dropped ${expired.length} held msg(s) of gate ${gate}, which runs on no instance, past their expiresAt or deferMax (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
+        }
+        if (expired.length < 500) break;
+      }
+      await this.options.registry.forget(gate);
+    }
+  }
+
+  private held(gate: string): void {
+    this.running.get(gate)?.poller.wake();
+    void this.refreshSize(gate);
+    if (!this.holding.has(gate)) {
+      this.holding.add(gate);
+      void this.beat().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
+    }
+  }
+
+  private sizeOf(gate: string): { held: number; listeners: Set<(held: number) => void> } {
+    let size = this.sizes.get(gate);
+    if (!size) {
+      size = { held: 0, listeners: new Set() };
+      this.sizes.set(gate, size);
+    }
+    return size;
+  }
+
+  private async refreshSizes(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((gate) => this.refreshSize(gate)));
+  }
+
+  private async refreshSize(gate: string): Promise<void> {
+    try {
+      const held = await this.queueOf(gate).size();
+      const size = this.sizeOf(gate);
+      if (held === size.held) return;
+      size.held = held;
+      for (const listener of size.listeners) listener(held);
+    } catch {
+      // the store's own errors are reported where sends meet them
+    }
   }
 
   /** The same failure repeats every poll while Redis is down: say it once per outage. */
   private warnOnce(text: string): void {
     if (text === this.lastWarning) return;
     this.lastWarning = text;
-    this.warn(text);
-  }
-
-  private async refreshSize(): Promise<void> {
-    try {
-      const held = await this.queue.size();
-      if (held === this.held) return;
-      this.held = held;
-      for (const listener of this.sizeListeners) listener(held);
-    } catch {
-      // the store's own errors are reported where sends meet them
-    }
+    this.options.warn(text);
   }
 }

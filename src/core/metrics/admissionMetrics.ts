@@ -23,8 +23,8 @@ export interface MetricsSources {
   rulesState(): RulesProviderState;
   queueLength(): number;
   circuit(): { state: CircuitState; opens: number };
-  /** the msgs the defer queue holds */
-  held(): Promise<number>;
+  /** the msgs each gate's defer queue holds */
+  held(): Promise<ReadonlyMap<string, number>>;
   ruleCache: RuleCacheStats;
 }
 
@@ -37,6 +37,7 @@ export interface ConfigSnapshot {
   queueLength: number;
   maxQueued: number;
   circuit: CircuitState;
+  /** msgs the gates of this cap-config hold in its defer queue, as last read */
   held: number;
 }
 
@@ -67,14 +68,12 @@ export class AdmissionMetrics {
   private readonly latency: Histogram<"lane" | "result">;
   private readonly latencyByCall = new Map<string, ReturnType<Histogram<"lane" | "result">["labels"]>>();
   private sources: MetricsSources | undefined;
-  private lastHeld = 0;
 
   constructor(readonly identity: MetricsIdentity, private readonly now: () => number = Date.now) {
     this.registry.setDefaultLabels({ config: identity.configId });
     const registers = [this.registry];
     const gates = this.gates;
     const source = (): MetricsSources | undefined => this.sources;
-    const metrics = this;
 
     new Counter({
       name: "sendgate_msgs_total",
@@ -120,12 +119,18 @@ export class AdmissionMetrics {
     });
     new Gauge({
       name: "sendgate_held_msgs",
-      help: "Msgs held in the cap-config's durable defer queue",
+      help: "Msgs a gate holds in the cap-config's durable defer queue",
+      labelNames: ["gate"],
       registers,
       async collect() {
         const s = source();
-        if (s) metrics.lastHeld = await withTimeout(s.held(), HELD_READ_MS, metrics.lastHeld);
-        this.set(metrics.lastHeld);
+        const known = (): Map<string, number> => new Map([...gates.values()].map((g) => [g.id, g.heldNow]));
+        const sizes = s ? await withTimeout(s.held(), HELD_READ_MS, known()) : known();
+        this.reset();
+        for (const [gate, n] of sizes) {
+          gates.get(gate)?.holding(n);
+          this.set({ gate }, n);
+        }
       },
     });
     new Gauge({
@@ -262,12 +267,7 @@ export class AdmissionMetrics {
       queueLength: s?.queueLength() ?? 0,
       maxQueued: this.identity.maxQueued,
       circuit: s?.circuit().state ?? "closed",
-      held: this.lastHeld,
+      held: [...this.gates.values()].reduce((sum, g) => sum + g.heldNow, 0),
     };
-  }
-
-  /** Tells the metrics the defer queue's size when something else read it (the gates' status does, every 2 s). */
-  heldIs(count: number): void {
-    this.lastHeld = count;
   }
 }

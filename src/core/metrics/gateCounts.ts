@@ -42,6 +42,8 @@ export interface ShadowCount {
 export interface GateSnapshot {
   id: string;
   type: string;
+  /** msgs this gate holds in the defer queue now (as last read) */
+  heldNow: number;
   /** every msg that left an output, by output and reason */
   left: { output: GateOutput; reason: string; count: number }[];
   errors: { reason: string; count: number }[];
@@ -67,6 +69,8 @@ export class GateCounts {
   readonly errors = new Map<string, number>();
   readonly held = new Map<string, number>();
   readonly shadow = new Map<string, ShadowCount>();
+  /** msgs this gate's defer queue holds, as last read */
+  heldNow = 0;
   private readonly recent: CountsBucket[] = [];
   /** the bucket in use and when it ends */
   private current: CountsBucket | undefined;
@@ -111,11 +115,19 @@ export class GateCounts {
     this.version++;
   }
 
+  /** How many msgs this gate's defer queue holds now. */
+  holding(count: number): void {
+    if (count === this.heldNow) return;
+    this.heldNow = count;
+    this.version++;
+  }
+
   snapshot(): GateSnapshot {
     const start = this.now() - BUCKETS * BUCKET_MS;
     return {
       id: this.id,
       type: this.type,
+      heldNow: this.heldNow,
       left: [...this.left].flatMap(([output, byReason]) => [...byReason].map(([reason, count]) => ({ output, reason, count }))),
       errors: [...this.errors].map(([reason, count]) => ({ reason, count })),
       held: [...this.held].map(([reason, count]) => ({ reason, count })),

@@ -23,6 +23,9 @@ export class PostgresRules implements RulesProvider {
   private closed = false;
   private attempts = 0;
   private lastError = "";
+  private markOpen: (source: PgRuleSource) => void = () => undefined;
+  /** resolves once PostgreSQL has been reached (never rejects: retries go on until close) */
+  private readonly opened = new Promise<PgRuleSource>((resolve) => { this.markOpen = resolve; });
 
   constructor(
     private readonly options: () => PgRuleSourceOptions,
@@ -34,8 +37,30 @@ export class PostgresRules implements RulesProvider {
 
   /** The open source, for the admin API; throws while PostgreSQL has not been reached. */
   get ruleSource(): PgRuleSource {
-    if (!this.pgSource) throw new RulesUnavailableError(`rules database not reachable yet${this.lastError ? `: ${this.lastError}` : ""}`);
+    if (!this.pgSource) throw this.unreachable();
     return this.pgSource;
+  }
+
+  /**
+   * The open source, waiting up to `timeoutMs` for the first connection: an
+   * admin call made right after a deploy is answered once the database is
+   * reached, instead of being refused while a send at the same moment waits.
+   */
+  async whenOpen(timeoutMs: number): Promise<PgRuleSource> {
+    if (this.pgSource) return this.pgSource;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), timeoutMs); });
+    try {
+      const source = await Promise.race([this.opened, late]);
+      if (!source || this.closed) throw this.unreachable();
+      return source;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private unreachable(): RulesUnavailableError {
+    return new RulesUnavailableError(`rules database not reachable yet${this.lastError ? `: ${this.lastError}` : ""}`);
   }
 
   rulesFor(org: string, channel: string): readonly CapRule[] | Promise<readonly CapRule[]> {
@@ -75,6 +100,7 @@ export class PostgresRules implements RulesProvider {
         return;
       }
       this.pgSource = source;
+      this.markOpen(source);
       if (this.attempts > 0) options.warn("rules database reached: caps from PostgreSQL are in force again");
       this.stateHolder.set(source.state());
       source.onStateChange((state) => this.stateHolder.set(state));

@@ -10,7 +10,15 @@ export const DISPOSITIONS = ["skip", "defer", "collapse"] as const;
 export const ENFORCEMENTS = ["enforce", "shadow"] as const;
 export const MAX_WINDOW_SECONDS = 366 * 86400;
 
-const nonEmptyString = { type: "string", minLength: 1, maxLength: 256 } as const;
+/**
+ * Text that every store keeps as it is: no NUL (PostgreSQL refuses it) and no
+ * unpaired surrogate (UTF-8 cannot carry one, so it would come back as
+ * another string). With ajv's unicode patterns a paired surrogate is one code
+ * point, so only a lone one matches the class.
+ */
+export const PLAIN_TEXT = "^[^\\u0000\\uD800-\\uDFFF]*$";
+
+const nonEmptyString = { type: "string", minLength: 1, maxLength: 256, pattern: PLAIN_TEXT } as const;
 
 export const capRuleSchema = {
   $id: "https://sendgate.dev/schema/frequency-cap.json",
@@ -18,9 +26,9 @@ export const capRuleSchema = {
   additionalProperties: false,
   required: ["id", "scope", "max_count", "window_seconds"],
   properties: {
-    id: { type: "string", minLength: 1, maxLength: 128 },
+    id: { type: "string", minLength: 1, maxLength: 128, pattern: PLAIN_TEXT },
     org: nonEmptyString,
-    name: { type: "string", maxLength: 256 },
+    name: { type: "string", maxLength: 256, pattern: PLAIN_TEXT },
     enabled: { type: "boolean" },
     scope: { enum: ["channel", "global"] },
     channel: nonEmptyString,
@@ -31,7 +39,8 @@ export const capRuleSchema = {
     per: { type: "array", items: nonEmptyString, uniqueItems: true, maxItems: 8 },
     match: {
       type: "object",
-      additionalProperties: { type: "array", items: { type: "string" }, minItems: 1 },
+      propertyNames: { minLength: 1, pattern: PLAIN_TEXT },
+      additionalProperties: { type: "array", items: { type: "string", pattern: PLAIN_TEXT }, minItems: 1 },
     },
     disposition: { enum: [...DISPOSITIONS] },
     enforcement: { enum: [...ENFORCEMENTS] },

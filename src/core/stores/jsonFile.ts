@@ -12,8 +12,12 @@ export function readJsonFile<T>(file: string, check: (value: T) => string | unde
 
 /** Writes through a temporary file and a rename, so a crash mid-write never leaves half a file. */
 export function writeJsonFile(file: string, value: unknown): void {
+  writeTextFile(file, JSON.stringify(value));
+}
+
+export function writeTextFile(file: string, text: string): void {
   mkdirSync(dirname(file), { recursive: true });
   const temporary = `${file}.tmp`;
-  writeFileSync(temporary, JSON.stringify(value));
+  writeFileSync(temporary, text);
   renameSync(temporary, file);
 }

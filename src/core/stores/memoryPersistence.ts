@@ -1,4 +1,4 @@
-import { readJsonFile, writeJsonFile } from "./jsonFile";
+import { readJsonFile } from "./jsonFile";
 import type { MemorySnapshot } from "./memoryStore";
 import { upgradeCounterSnapshot, type MemorySnapshotV1 } from "./legacyCounters";
 
@@ -6,8 +6,4 @@ import { upgradeCounterSnapshot, type MemorySnapshotV1 } from "./legacyCounters"
 export function loadSnapshot(file: string): MemorySnapshot | undefined {
   const saved = readJsonFile<MemorySnapshot | MemorySnapshotV1>(file, (s) => (s.version === 1 || s.version === 2 ? undefined : `unknown memory store version ${String((s as { version: unknown }).version)}`));
   return saved?.version === 1 ? upgradeCounterSnapshot(saved) : saved;
-}
-
-export function saveSnapshot(file: string, snapshot: MemorySnapshot): void {
-  writeJsonFile(file, snapshot);
 }

@@ -21,6 +21,22 @@ export interface SuppressionEngineOptions {
   hmacSecret?: string;
   /** the block list must also be written to a mirror (PostgreSQL configured): refuse changes until it is attached */
   mirrored?: boolean;
+  /** called after every block-list change reached the store (the memory store saves its file) */
+  afterWrite?: () => void;
+}
+
+/** What a block-list change did: entries written, and repeats of an (org, channel, recipient) merged into them. */
+export interface WriteOutcome {
+  written: number;
+  repeatsMerged: number;
+}
+
+/** Each (org, channel, recipient) once, as its last occurrence, in the order of those last occurrences. */
+function lastOfEach<T extends Pick<SuppressionEntry, "org" | "channel" | "recipient">>(entries: readonly T[]): T[] {
+  const last = new Map<string, number>();
+  entries.forEach((e, i) => last.set(JSON.stringify([e.org, e.channel, e.recipient]), i));
+  if (last.size === entries.length) return [...entries];
+  return entries.filter((e, i) => last.get(JSON.stringify([e.org, e.channel, e.recipient])) === i);
 }
 
 /** What the block list holds for one listed recipient. */
@@ -81,11 +97,12 @@ export class SuppressionEngine {
     return { kind: "clear", member: send.messageId, ...(outcome.mark === "new" && markKey !== undefined ? { markKey } : {}) };
   }
 
-  suppress(entries: readonly SuppressionEntry[]): Promise<void> {
+  /** Lists entries; a repeated (org, channel, recipient) is written once, the last one winning. */
+  suppress(entries: readonly SuppressionEntry[]): Promise<WriteOutcome> {
     return this.write(entries, true);
   }
 
-  unsuppress(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[]): Promise<void> {
+  unsuppress(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[]): Promise<WriteOutcome> {
     return this.write(entries, false);
   }
 
@@ -95,8 +112,9 @@ export class SuppressionEngine {
     return { cursor: page.cursor, entries: page.entries.map((json) => JSON.parse(json) as SuppressionEntry) };
   }
 
-  private async write(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[], add: boolean): Promise<void> {
-    const stored = entries.map((entry) => ({ ...entry, recipient: this.token(entry.recipient) }));
+  private async write(entries: readonly Pick<SuppressionEntry, "org" | "channel" | "recipient">[], add: boolean): Promise<WriteOutcome> {
+    // one statement must not touch a row twice (PostgreSQL refuses the whole upsert): the last repeat wins
+    const stored = lastOfEach(entries.map((entry) => ({ ...entry, recipient: this.token(entry.recipient) })));
     if (this.options.mirrored && !this.mirror) {
       throw new StoreUnavailableError("not_ready", "the suppressions table in PostgreSQL is not reachable yet: the block list was not changed");
     }
@@ -105,6 +123,8 @@ export class SuppressionEngine {
       else await this.mirror.remove(stored);
     }
     await this.options.access.callAdmin((store) => store.writeSuppressions(stored.map((e) => this.writeOf(e, add))));
+    this.options.afterWrite?.();
+    return { written: stored.length, repeatsMerged: entries.length - stored.length };
   }
 
   private writeOf(stored: Pick<SuppressionEntry, "org" | "channel" | "recipient">, add: boolean): SuppressionWrite {

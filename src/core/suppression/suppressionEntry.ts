@@ -1,4 +1,6 @@
 import { SendFieldError } from "../errors";
+import { emptyRecord } from "../ownKeys";
+import { boundedText } from "../send";
 
 /** One block-list entry (SPEC §8): this recipient gets nothing on this channel, or on any ("*"). */
 export interface SuppressionEntry {
@@ -22,7 +24,7 @@ function text(field: string, value: unknown, required: boolean): string | undefi
   }
   if (typeof value !== "string") throw new SendFieldError(field, `must be a string, got ${typeof value}`);
   if (value.trim() === "") throw new SendFieldError(field, "must not be blank");
-  return value;
+  return boundedText(field, value);
 }
 
 /** Checks one entry as a control msg, an API body or an import row gives it; channel absent = "*". */
@@ -68,7 +70,8 @@ function csvRows(text: string): Record<string, string>[] | string {
   if (!header.includes("recipient")) return "csv: the first line must be a header naming recipient (and channel, reason, org)";
   return lines.slice(1).map((line) => {
     const cells = splitCsvLine(line);
-    const row: Record<string, string> = {};
+    // header names come from the caller: a column named __proto__ or constructor is just a column
+    const row = emptyRecord<string>();
     header.forEach((name, i) => {
       const cell = cells[i]?.trim();
       if (cell !== undefined && cell !== "") row[name] = cell;

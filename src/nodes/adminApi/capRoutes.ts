@@ -1,10 +1,11 @@
 import type { NodeAPI } from "node-red";
-import type { CapService } from "../../core/capService";
+import { ADMIN_WAIT_MS, type CapService } from "../../core/capService";
 import { RuleValidationError } from "../../core/errors";
 import { RuleConflictError, RulesUnavailableError } from "../../core/pgRules/errors";
 import { PostgresRules } from "../../core/pgRules/postgresRules";
 import type { PgRuleSource } from "../../core/pgRules/pgRuleSource";
 import { InlineRules } from "../../core/rulesProvider";
+import { plainText } from "../../core/plainText";
 import { parseSend } from "../../core/send";
 import { HttpError, route, serviceOf, type AdminRequest } from "./http";
 
@@ -12,21 +13,26 @@ const CAPS = "/frequency-cap/:config/caps";
 
 function orgOf(req: AdminRequest, service: CapService): string {
   const fromBody = (req.body as { org?: unknown } | undefined)?.org;
-  if (typeof req.query.org === "string" && req.query.org !== "") return req.query.org;
-  if (typeof fromBody === "string" && fromBody !== "") return fromBody;
+  if (typeof req.query.org === "string" && req.query.org !== "") return plainText("org", req.query.org);
+  if (typeof fromBody === "string" && fromBody !== "") return plainText("org", fromBody);
   return service.settings.defaultOrg;
+}
+
+/** The cap id a route names: text a stored rule can have. */
+function idOf(req: AdminRequest): string {
+  return plainText("id", req.params.id ?? "");
 }
 
 /**
  * Inline rules are part of the deployed flow: an API edit would vanish at the
  * next deploy and differ between instances, so writes are refused (409).
  */
-function pgSourceOf(service: CapService): PgRuleSource {
+async function pgSourceOf(service: CapService): Promise<PgRuleSource> {
   if (!(service.rules instanceof PostgresRules)) {
     throw new HttpError(409, "this cap-config has inline rules: they are edited in the cap-config node and deployed with the flow; use rulesSource postgres to edit caps through the API");
   }
   try {
-    return service.rules.ruleSource;
+    return await service.rules.whenOpen(ADMIN_WAIT_MS);
   } catch (err) {
     throw new HttpError(503, (err as Error).message);
   }
@@ -55,29 +61,30 @@ export function registerCapRoutes(RED: NodeAPI): void {
     if (service.rules instanceof InlineRules) {
       return { body: { source: "inline", org, rules: service.rules.rules.filter((r) => r.org === undefined || r.org === org) } };
     }
-    const listing = await writing(() => pgSourceOf(service).list(org));
+    const source = await pgSourceOf(service);
+    const listing = await writing(() => source.list(org));
     return { body: { source: "postgres", org, rules: listing.rules, invalid: listing.invalid } };
   }));
 
   RED.httpAdmin.post(CAPS, write, route(async (req) => {
     const service = serviceOf(RED, req);
-    const source = pgSourceOf(service);
+    const source = await pgSourceOf(service);
     const rule = await writing(() => source.create(orgOf(req, service), req.body));
     return { status: 201, body: rule };
   }));
 
   RED.httpAdmin.put(`${CAPS}/:id`, write, route(async (req) => {
     const service = serviceOf(RED, req);
-    const source = pgSourceOf(service);
-    const rule = await writing(() => source.update(orgOf(req, service), req.params.id ?? "", req.body));
+    const source = await pgSourceOf(service);
+    const rule = await writing(() => source.update(orgOf(req, service), idOf(req), req.body));
     if (!rule) throw new HttpError(404, `no cap "${req.params.id}" in org "${orgOf(req, service)}"`);
     return { body: rule };
   }));
 
   RED.httpAdmin.delete(`${CAPS}/:id`, write, route(async (req) => {
     const service = serviceOf(RED, req);
-    const source = pgSourceOf(service);
-    const removed = await writing(() => source.remove(orgOf(req, service), req.params.id ?? ""));
+    const source = await pgSourceOf(service);
+    const removed = await writing(() => source.remove(orgOf(req, service), idOf(req)));
     if (!removed) throw new HttpError(404, `no cap "${req.params.id}" in org "${orgOf(req, service)}"`);
     return { body: { deleted: removed } };
   }));

@@ -1,6 +1,7 @@
 import type { NodeAPI } from "node-red";
 import type { CapService } from "../../core/capService";
 import { SendFieldError, StoreUnavailableError } from "../../core/errors";
+import { RulesUnavailableError } from "../../core/pgRules/errors";
 import type { CapConfigNode } from "../capConfig";
 
 /** The slice of express's request and response the admin routes use. */
@@ -61,7 +62,7 @@ export function route(handler: (req: AdminRequest) => Promise<{ status?: number;
       (err: Error) => {
         const status = err instanceof HttpError ? err.status
           : err instanceof SendFieldError ? 400
-            : err instanceof StoreUnavailableError ? 503 : 500;
+            : err instanceof StoreUnavailableError || err instanceof RulesUnavailableError ? 503 : 500;
         res.status(status).json({ error: err.message, ...(err instanceof HttpError && err.details ? { details: err.details } : {}) });
       },
     );

@@ -33,8 +33,10 @@ export function registerSuppressionRoutes(RED: NodeAPI): void {
 
   RED.httpAdmin.get(PATH, read, route(async (req) => {
     const service = serviceOf(RED, req);
+    await service.adminReady();
     const org = typeof req.query.org === "string" && req.query.org !== "" ? req.query.org : service.settings.defaultOrg;
-    const cursor = typeof req.query.cursor === "string" ? req.query.cursor : "0";
+    const cursor = typeof req.query.cursor === "string" && req.query.cursor !== "" ? req.query.cursor : "0";
+    if (!/^\d{1,20}$/.test(cursor)) throw new HttpError(400, "cursor: must be the cursor an earlier page answered (digits)");
     const count = Math.min(Math.max(Number(req.query.count) || 500, 1), 5000);
     return { body: await service.suppression.list(org, cursor, count) };
   }));
@@ -42,15 +44,17 @@ export function registerSuppressionRoutes(RED: NodeAPI): void {
   RED.httpAdmin.post(PATH, write, route(async (req) => {
     const service = serviceOf(RED, req);
     const entries = await entriesOf(req, service.sendRules);
-    await service.suppression.suppress(entries);
-    return { status: 201, body: { suppressed: entries.length } };
+    await service.adminReady();
+    const { written, repeatsMerged } = await service.suppression.suppress(entries);
+    return { status: 201, body: { suppressed: written, ...(repeatsMerged > 0 ? { repeats_merged: repeatsMerged } : {}) } };
   }));
 
   RED.httpAdmin.delete(PATH, write, route(async (req) => {
     const service = serviceOf(RED, req);
     const fromQuery = typeof req.query.recipient === "string" ? [parseSuppressionEntry(req.query as Record<string, unknown>, service.sendRules, new Date())] : undefined;
     const entries = fromQuery ?? await entriesOf(req, service.sendRules);
-    await service.suppression.unsuppress(entries);
-    return { body: { unsuppressed: entries.length } };
+    await service.adminReady();
+    const { written, repeatsMerged } = await service.suppression.unsuppress(entries);
+    return { body: { unsuppressed: written, ...(repeatsMerged > 0 ? { repeats_merged: repeatsMerged } : {}) } };
   }));
 }

@@ -4,6 +4,7 @@ import type { DeferQueue, DeferredMsg } from "../../../src/core/defer/deferQueue
 import { DeferPoller } from "../../../src/core/defer/deferPoller";
 import { MemoryDeferQueue } from "../../../src/core/defer/memoryDeferQueue";
 import { RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
+import { releaseId } from "../../../src/core/deferral/deferralIds";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
 
 let seq = 0;
@@ -26,6 +27,8 @@ function watched(queue: DeferQueue): { queue: DeferQueue; maxInFlight: () => num
   let max = 0;
   const proxy: DeferQueue = {
     defer: (e, k) => queue.defer(e, k),
+    deferMany: (items) => queue.deferMany(items),
+    dropExpired: (limit) => queue.dropExpired(limit),
     takeDue: async (limit, leaseMs) => {
       inFlight++;
       max = Math.max(max, inFlight);
@@ -102,6 +105,68 @@ function pollerSuite(label: string, open: () => Promise<{ queue: DeferQueue; don
       await until(async () => (await queue.size()) === 0, 1000, "the ack");
     });
 
+    for (const [label, count] of [["one msg", 1], ["a burst of 5,000 msgs due at once", 5000]] as const) {
+      it(`retries an ack that failed (a connection reset): ${label} released once, not again after the lease`, async function () {
+        this.timeout(20_000);
+        const released: string[] = [];
+        const errors: unknown[] = [];
+        let failures = 1;
+        const flaky: DeferQueue = {
+          ...watched(queue).queue,
+          ack: async (ids) => {
+            if (failures-- > 0) throw new Error("read ECONNRESET");
+            return queue.ack(ids);
+          },
+        };
+        const poller = new DeferPoller({
+          queue: flaky, leaseMs: 600, batch: 500, idleMs: 20, ackRetryMs: 20,
+          onDue: async (msgs) => { released.push(...msgs.map((m) => m.id)); },
+          onError: (err) => errors.push(err),
+        });
+        pollers.push(poller);
+        await queue.deferMany(Array.from({ length: count }, (_, i) => ({ entry: deferred({ id: `ack-${i}` }) })));
+        poller.start();
+        await until(async () => released.length >= count && (await queue.size()) === 0, 15_000, "every release and ack");
+        await sleep(1200); // past the lease: a batch whose ack was lost would be back by now
+        assert.equal(released.length, count, `released ${released.length} for ${count} msgs`);
+        assert.equal(new Set(released).size, count);
+        assert.deepEqual(errors, [], "a retried ack that succeeds is no error");
+      });
+    }
+
+    it("gives up on an ack that keeps failing near the lease's end: the batch comes back with the same release_id", async function () {
+      this.timeout(10_000);
+      const released: DeferredMsg[] = [];
+      const errors: string[] = [];
+      let failing = true;
+      const broken: DeferQueue = {
+        ...watched(queue).queue,
+        ack: async (ids) => {
+          if (failing) throw new Error("read ECONNRESET");
+          return queue.ack(ids);
+        },
+      };
+      const poller = new DeferPoller({
+        queue: broken, leaseMs: 500, batch: 10, idleMs: 20, ackRetryMs: 20,
+        onDue: async (msgs) => {
+          released.push(...msgs);
+          if (released.length >= 2) failing = false;
+        },
+        onError: (err) => errors.push((err as Error).message),
+      });
+      pollers.push(poller);
+      await queue.defer(deferred({ id: "stuck", deferrals: 3 }));
+      const started = Date.now();
+      poller.start();
+      await until(async () => released.length >= 2 && (await queue.size()) === 0, 5000, "the second release and its ack");
+      assert.ok(Date.now() - started >= 450, "it came back only when the lease ended");
+      assert.equal(errors.length, 1);
+      assert.match(errors[0] ?? "", /could not ack 1 released msg\(s\) after \d+ attempt\(s\)/);
+      const [first, second] = released;
+      assert.equal(releaseId(first as DeferredMsg), releaseId(second as DeferredMsg));
+      assert.notEqual(releaseId(first as DeferredMsg), releaseId({ ...(first as DeferredMsg), deferrals: 4 }));
+    });
+
     it("stop() resolves after the round in progress, and no take starts after it", async () => {
       let calls = 0;
       const poller = new DeferPoller({
@@ -131,7 +196,7 @@ function pollerSuite(label: string, open: () => Promise<{ queue: DeferQueue; don
 }
 
 pollerSuite("memory", async () => {
-  const queue = new MemoryDeferQueue();
+  const queue = new MemoryDeferQueue({ gate: "g" });
   return { queue, done: () => queue.close() };
 });
 
@@ -139,7 +204,7 @@ pollerSuite("redis", async () => {
   const prefix = uniquePrefix("dqp");
   const client = redisClient();
   return {
-    queue: new RedisDeferQueue(client, prefix),
+    queue: new RedisDeferQueue(client, { keyPrefix: prefix, configId: "cfg", gate: "g" }),
     done: async () => {
       await dropPrefix(client, prefix);
       await client.quit();
@@ -162,7 +227,7 @@ describe("defer pollers on one Redis", function () {
   it("two pollers (two instances) release 1,000 msgs exactly once, one take at a time each", async () => {
     const released: string[] = [];
     const perPoller = [0, 0];
-    const watchers = clients.map((c) => watched(new RedisDeferQueue(c, prefix)));
+    const watchers = clients.map((c) => watched(new RedisDeferQueue(c, { keyPrefix: prefix, configId: "cfg", gate: "g" })));
     const pollers = watchers.map((w, i) => new DeferPoller({
       queue: w.queue, leaseMs: 10_000, batch: 50, idleMs: 50,
       onDue: async (msgs) => {
@@ -171,7 +236,7 @@ describe("defer pollers on one Redis", function () {
         await sleep(1); // a release takes a moment, so the two interleave
       },
     }));
-    const feeder = new RedisDeferQueue(clients[0] as Redis, prefix);
+    const feeder = new RedisDeferQueue(clients[0] as Redis, { keyPrefix: prefix, configId: "cfg", gate: "g" });
     const ids = Array.from({ length: 1000 }, (_, i) => `r${i}`);
     const now = Date.now();
     // half due now, half spread over the next 300 ms while both pollers run

@@ -1,26 +1,38 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Redis from "ioredis";
-import type { DeferInput, DeferQueue, DeferredMsg } from "../../../src/core/defer/deferQueue";
+import { MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
+import { deferCodec } from "../../../src/core/defer/deferCodec";
+import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "../../../src/core/defer/deferQueue";
 import { MemoryDeferQueue } from "../../../src/core/defer/memoryDeferQueue";
 import { RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
-import { loadDeferSnapshot, saveDeferSnapshot } from "../../../src/core/defer/deferPersistence";
+import { RedisGateRegistry } from "../../../src/core/defer/gateRegistry";
+import { legacyDeferKeys, migrateLegacyQueue } from "../../../src/core/defer/legacyQueue";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
 
-/** One cap-config's queue as seen by a test: the queue, and the same queue from another instance. */
+/** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
 interface Harness {
   queue: DeferQueue;
   /** the same queue from a second instance (Redis: its own client; memory: the one process) */
   otherInstance(): Promise<DeferQueue>;
+  /** every key, field and value the queue stored */
+  raw(): Promise<string[]>;
   done(): Promise<void>;
 }
+
+interface HarnessOptions {
+  /** encrypt stored msgs (hashRecipients) */
+  encrypt?: boolean;
+}
+
+const GATE = "gate-1";
 
 let seq = 0;
 function entry(over: Partial<DeferredMsg> = {}): DeferInput {
   const now = Date.now();
-  return { id: `m${++seq}`, gate: "gate-1", dueAt: now - 1000, deferrals: 1, firstDeferredAt: now - 1000, msg: { payload: seq }, ...over };
+  return { id: `m${++seq}`, gate: GATE, dueAt: now - 1000, deferrals: 1, firstDeferredAt: now - 1000, msg: { payload: seq }, ...over };
 }
 
 /** Takes until nothing is due, acking each batch. */
@@ -45,7 +57,7 @@ const tricky = {
   "key with spaces:and{braces}|pipes": "v",
 };
 
-function deferQueueConformance(label: string, open: () => Promise<Harness>): void {
+function deferQueueConformance(label: string, open: (options?: HarnessOptions) => Promise<Harness>): void {
   describe(`defer queue conformance: ${label}`, function () {
     let h: Harness;
     beforeEach(async () => {
@@ -221,6 +233,127 @@ function deferQueueConformance(label: string, open: () => Promise<Harness>): voi
       assert.deepEqual(taken.map((m) => [m.id, m.dueAt, m.expiresAt]), [["exp", now + 60_000, now - 5]]);
     });
 
+    it("holds a batch of 5,000 msgs in order in one call, and hands each out once", async () => {
+      const now = Date.now();
+      const items = Array.from({ length: 5000 }, (_, i) => ({ entry: entry({ id: `b${i}`, dueAt: now - 5000 + i, msg: { i } }) }));
+      const results = await h.queue.deferMany(items);
+      assert.deepEqual(results.map((r) => (r instanceof Error ? r.message : r.id)), items.map((it) => it.entry.id));
+      assert.equal(await h.queue.size(), 5000);
+      const first = await h.queue.takeDue(3, 5000);
+      assert.deepEqual(first.map((m) => m.id), ["b0", "b1", "b2"], "earliest first");
+      await h.queue.ack(first.map((m) => m.id));
+      const rest = await drain(h.queue, 500);
+      assert.equal(rest.length, 4997);
+      assert.equal(new Set(rest).size, 4997);
+      assert.equal(await h.queue.size(), 0);
+    });
+
+    it("collapses within one batch, and answers a bad item with its own Error without failing the others", async () => {
+      const now = Date.now();
+      const results = await h.queue.deferMany([
+        { entry: entry({ id: "k1", dueAt: now - 10, msg: { n: 1 } }), collapseKey: "k" },
+        { entry: entry({ id: "bad", dueAt: Number.NaN }) },
+        { entry: entry({ id: "k2", msg: { n: 2 } }), collapseKey: "k" },
+        { entry: { ...entry({ id: "wrong-gate" }), gate: "another-gate" } },
+        { entry: entry({ id: "k3", msg: { n: 3 } }), collapseKey: "k" },
+        { entry: entry({ id: "alone", dueAt: now - 5 }) },
+      ]);
+      assert.deepEqual(results.slice(0, 1), [{ id: "k1" }]);
+      assert.ok(results[1] instanceof TypeError && /dueAt/.test(results[1].message), String(results[1]));
+      assert.deepEqual(results[2], { id: "k1", collapsedInto: "k1" });
+      assert.ok(results[3] instanceof TypeError && /gate/.test(results[3].message), String(results[3]));
+      assert.deepEqual(results.slice(4), [{ id: "k1", collapsedInto: "k1" }, { id: "alone" }]);
+      const taken = await h.queue.takeDue(10, 5000);
+      assert.deepEqual(taken.map((m) => [m.id, m.collapsed]), [["k1", [{ n: 2 }, { n: 3 }]], ["alone", undefined]]);
+    });
+
+    it(`keeps the newest ${MAX_MERGED} merged msgs and counts the rest`, async function () {
+      this.timeout(30_000);
+      const now = Date.now();
+      await h.queue.defer(entry({ id: "t", dueAt: now - 1, msg: { n: 0 } }), "busy");
+      const merges = Array.from({ length: MAX_MERGED + 50 }, (_, i) => ({ entry: entry({ id: `m${i + 1}`, msg: { n: i + 1 } }), collapseKey: "busy" }));
+      // singly, then a batch: the bound holds either way
+      for (const item of merges.slice(0, 20)) await h.queue.defer(item.entry, item.collapseKey);
+      await h.queue.deferMany(merges.slice(20));
+      const [taken] = await h.queue.takeDue(1, 5000);
+      assert.equal(taken?.collapsed?.length, MAX_MERGED);
+      assert.deepEqual(taken?.collapsed?.[0], { n: 51 }, "the oldest were dropped");
+      assert.deepEqual(taken?.collapsed?.at(-1), { n: MAX_MERGED + 50 });
+      assert.equal(taken?.collapsedDropped, 50);
+    });
+
+    it("merges thousands of large msgs into one held msg in linear time", async function () {
+      this.timeout(30_000);
+      const big = "x".repeat(2048);
+      await h.queue.defer(entry({ id: "hot", dueAt: Date.now() - 1 }), "hot");
+      const started = Date.now();
+      for (let from = 0; from < 3000; from += 500) {
+        await Promise.all(Array.from({ length: 500 }, (_, i) => h.queue.defer(entry({ id: `h${from + i}`, msg: { big, i: from + i } }), "hot")));
+      }
+      const ms = Date.now() - started;
+      const [taken] = await h.queue.takeDue(1, 5000);
+      assert.equal(taken?.collapsed?.length, MAX_MERGED);
+      assert.equal(taken?.collapsedDropped, 3000 - MAX_MERGED);
+      assert.ok(ms < 10_000, `3,000 merges of 2 KB took ${ms} ms`);
+    });
+
+    it("merges a retried entry once, and a retried hold of the held msg keeps what was merged into it", async () => {
+      const now = Date.now();
+      await h.queue.defer(entry({ id: "h", dueAt: now - 1, msg: { v: 1 } }), "r");
+      const merged = entry({ id: "x", msg: { n: "x" } });
+      assert.deepEqual(await h.queue.defer(merged, "r"), { id: "h", collapsedInto: "h" });
+      assert.deepEqual(await h.queue.defer(merged, "r"), { id: "h", collapsedInto: "h" });
+      await h.queue.deferMany([{ entry: merged, collapseKey: "r" }, { entry: entry({ id: "y", msg: { n: "y" } }), collapseKey: "r" }]);
+      // the held msg itself retried: its new copy replaces it, merged msgs stay
+      await h.queue.defer(entry({ id: "h", dueAt: now - 1, msg: { v: 2 } }), "r");
+      assert.equal(await h.queue.size(), 1);
+      const [taken] = await h.queue.takeDue(10, 5000);
+      assert.deepEqual(taken?.msg, { v: 2 });
+      assert.deepEqual(taken?.collapsed, [{ n: "x" }, { n: "y" }]);
+    });
+
+    it("drops held msgs past their expiresAt or deadline (a gate that runs nowhere), never a taken one", async () => {
+      const now = Date.now();
+      await h.queue.defer(entry({ id: "gone-exp", dueAt: now + 60_000, expiresAt: now - 5, msg: { messageId: "e" } }));
+      await h.queue.defer(entry({ id: "gone-deadline", dueAt: now + 60_000, deadline: now - 5 }), "dk");
+      await h.queue.defer(entry({ id: "merged-in", msg: { n: 1 } }), "dk");
+      await h.queue.defer(entry({ id: "stays", dueAt: now + 60_000, deadline: now + 60_000 }));
+      await h.queue.defer(entry({ id: "forever", dueAt: now + 60_000 }));
+      await h.queue.defer(entry({ id: "taken", dueAt: now - 10, expiresAt: now - 1 }));
+      assert.deepEqual((await h.queue.takeDue(1, 5000)).map((m) => m.id), ["taken"]);
+      const dropped = await h.queue.dropExpired(100);
+      assert.deepEqual(dropped.map((m) => [m.id, m.collapsed]).sort(), [["gone-deadline", [{ n: 1 }]], ["gone-exp", undefined]]);
+      assert.deepEqual(await h.queue.dropExpired(100), []);
+      assert.equal(await h.queue.size(), 3);
+      const next = await h.queue.defer(entry({ id: "new", dueAt: now - 1 }), "dk");
+      assert.deepEqual(next, { id: "new" }, "the dropped msg's collapse key is free");
+      await assert.rejects(h.queue.dropExpired(0), RangeError);
+    });
+
+    it("stores what the codec makes of a msg, and hands it back decoded", async () => {
+      const h2 = await open({ encrypt: true });
+      try {
+        const { id } = await h2.queue.defer(entry({ msg: { recipient: "secret@example.com" } }), "ck");
+        await h2.queue.defer(entry({ msg: { recipient: "merged@example.com" } }), "ck");
+        const raw = await h2.raw();
+        assert.ok(raw.length > 0);
+        assert.ok(!raw.some((v) => v.includes("@example.com")), "no address is stored in the clear");
+        const [taken] = await h2.queue.takeDue(1, 5000);
+        assert.equal(taken?.id, id);
+        assert.deepEqual([taken?.msg, taken?.collapsed], [{ recipient: "secret@example.com" }, [{ recipient: "merged@example.com" }]]);
+      } finally {
+        await h2.done();
+      }
+    });
+
+    it("acks idempotently: a retried ack removes nothing more", async () => {
+      await h.queue.defer(entry({ id: "a1" }));
+      const [taken] = await h.queue.takeDue(1, 5000);
+      await h.queue.ack([taken?.id as string]);
+      await h.queue.ack([taken?.id as string]);
+      assert.equal(await h.queue.size(), 0);
+    });
+
     it("refuses a bad limit, lease or dueAt", async () => {
       await assert.rejects(h.queue.takeDue(0, 1000), RangeError);
       await assert.rejects(h.queue.takeDue(5, 0), RangeError);
@@ -229,33 +362,56 @@ function deferQueueConformance(label: string, open: () => Promise<Harness>): voi
   });
 }
 
-deferQueueConformance("memory", async () => {
-  const queue = new MemoryDeferQueue();
-  return { queue, otherInstance: async () => queue, done: () => queue.close() };
+const codecOf = (options?: HarnessOptions) => deferCodec(options?.encrypt ? "test-secret" : undefined, options?.encrypt === true);
+
+deferQueueConformance("memory", async (options) => {
+  const stored: string[] = [];
+  const queue = new MemoryDeferQueue({ gate: GATE, codec: codecOf(options), onChanges: (changes) => stored.push(...changes.map((c) => JSON.stringify(c))) });
+  return { queue, otherInstance: async () => queue, raw: async () => stored, done: () => queue.close() };
 });
 
-deferQueueConformance("redis", async () => {
+/** Every key, field, member and value under a prefix. */
+async function everything(client: Redis, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+    cursor = next;
+    for (const key of keys) {
+      out.push(key);
+      const type = await client.type(key);
+      if (type === "hash") out.push(...Object.entries(await client.hgetall(key)).flat());
+      else if (type === "zset") out.push(...await client.zrange(key, 0, -1));
+      else if (type === "list") out.push(...await client.lrange(key, 0, -1));
+      else if (type === "set") out.push(...await client.smembers(key));
+    }
+  } while (cursor !== "0");
+  return out;
+}
+
+deferQueueConformance("redis", async (options) => {
   const prefix = uniquePrefix("dq");
+  const scope = { keyPrefix: prefix, configId: "cfg-1", gate: GATE };
   const clients: Redis[] = [redisClient()];
   const first = clients[0] as Redis;
   return {
-    queue: new RedisDeferQueue(first, prefix),
+    queue: new RedisDeferQueue(first, scope, { codec: codecOf(options) }),
     otherInstance: async () => {
       const client = redisClient();
       clients.push(client);
-      return new RedisDeferQueue(client, prefix);
+      return new RedisDeferQueue(client, scope, { codec: codecOf(options) });
     },
+    raw: () => everything(first, prefix),
     done: async () => {
       await dropPrefix(first, prefix);
       await Promise.all(clients.map((c) => c.quit()));
     },
   };
 });
-
 describe("memory defer queue", function () {
   it("uses its clock: nothing at dueAt - 1 ms, the msg at dueAt; a lease ends on the clock too", async () => {
     let now = 1_000_000;
-    const queue = new MemoryDeferQueue(() => now);
+    const queue = new MemoryDeferQueue({ clock: () => now });
     await queue.defer(entry({ id: "t", dueAt: 1_000_500 }));
     now = 1_000_499;
     assert.deepEqual(await queue.takeDue(5, 100), []);
@@ -266,44 +422,102 @@ describe("memory defer queue", function () {
     now = 1_000_600;
     assert.deepEqual((await queue.takeDue(5, 100)).map((m) => m.id), ["t"]);
   });
+});
 
-  it("snapshot and restore keep every msg, its merged msgs and its collapse key; a leased msg comes back due", async () => {
+describe("memory defer store: the journal is always what is still owed", function () {
+  let dir: string;
+  let file: string;
+  const warnings: string[] = [];
+  const open = (clock: () => number, extra: Partial<ConstructorParameters<typeof MemoryDeferStore>[0]> = {}) =>
+    new MemoryDeferStore({ file, clock, warn: (t) => warnings.push(t), ...extra });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "sgjournal-"));
+    file = join(dir, "nested", "memory-defer-cfg.jsonl");
+    warnings.length = 0;
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("rebuilds, after a crash (no close), every held and merged msg; a taken msg is due again; released and dropped ones stay gone", async () => {
     let now = 5_000_000;
-    const queue = new MemoryDeferQueue(() => now);
-    await queue.defer(entry({ id: "held", dueAt: now - 10, msg: { tricky } }), "k");
-    await queue.defer(entry({ id: "merged-1", msg: { n: 1 } }), "k");
-    await queue.defer(entry({ id: "future", dueAt: now + 60_000, expiresAt: now + 90_000, msg: { n: 2 } }));
-    await queue.defer(entry({ id: "leased", dueAt: now - 20, msg: { n: 3 } }), "k2");
-    const leased = await queue.takeDue(1, 60_000);
-    assert.deepEqual(leased.map((m) => m.id), ["leased"]);
+    const first = open(() => now);
+    const a = first.queue("gate-a");
+    const b = first.queue("gate-b");
+    await a.defer({ ...entry({ id: "held", dueAt: now - 10, msg: { tricky } }), gate: "gate-a" }, "k");
+    await a.defer({ ...entry({ id: "merged-1", msg: { n: 1 } }), gate: "gate-a" }, "k");
+    await a.defer({ ...entry({ id: "future", dueAt: now + 60_000, expiresAt: now + 90_000, msg: { n: 2 } }), gate: "gate-a" });
+    await a.defer({ ...entry({ id: "released", dueAt: now - 30 }), gate: "gate-a" });
+    await a.defer({ ...entry({ id: "taken", dueAt: now - 20, msg: { n: 3 } }), gate: "gate-a" }, "k2");
+    await b.deferMany(Array.from({ length: 2000 }, (_, i) => ({ entry: { ...entry({ id: `b${i}`, dueAt: now + i }), gate: "gate-b" } })));
+    await b.defer({ ...entry({ id: "expired", dueAt: now + 60_000, deadline: now - 1 }), gate: "gate-b" });
+    assert.deepEqual((await a.takeDue(1, 60_000)).map((m) => m.id), ["released"]);
+    await a.ack(["released"]);
+    assert.deepEqual((await a.takeDue(1, 60_000)).map((m) => m.id), ["taken"]);
+    assert.equal((await b.dropExpired(10)).length, 1);
+    // the process dies here: no close, no compaction
 
-    const file = join(mkdtempSync(join(tmpdir(), "sgdefer-")), "nested", "defer-queue.json");
-    try {
-      saveDeferSnapshot(file, queue.snapshot());
-      await queue.close();
-      const restored = new MemoryDeferQueue(() => now);
-      restored.restore(loadDeferSnapshot(file) as NonNullable<ReturnType<typeof loadDeferSnapshot>>);
-      assert.equal(await restored.size(), 3);
-      assert.equal(await restored.nextDueAt(), now - 20);
-      assert.deepEqual(await restored.defer(entry({ id: "merged-2", msg: { n: 4 } }), "k"), { id: "held", collapsedInto: "held" });
-      const taken = await restored.takeDue(10, 1000);
-      assert.deepEqual(taken.map((m) => m.id), ["leased", "held"], "the leased msg is due again, in its order");
-      assert.deepEqual(taken[1]?.msg, JSON.parse(JSON.stringify({ tricky })));
-      assert.deepEqual(taken[1]?.collapsed, [{ n: 1 }, { n: 4 }]);
-      await restored.ack(taken.map((m) => m.id));
-      now += 60_000;
-      const future = await restored.takeDue(10, 1000);
-      assert.deepEqual(future.map((m) => [m.id, m.expiresAt]), [["future", 5_090_000]]);
-      assert.equal(loadDeferSnapshot(join(file, "..", "absent.json")), undefined);
-    } finally {
-      rmSync(join(file, "..", ".."), { recursive: true, force: true });
-    }
+    const second = open(() => now);
+    const a2 = second.queue("gate-a");
+    assert.deepEqual(second.gates().sort(), ["gate-a", "gate-b"]);
+    assert.equal(await a2.size(), 3);
+    assert.equal(await second.queue("gate-b").size(), 2000);
+    assert.equal(await a2.nextDueAt(), now - 20, "the msg taken and never acked is due again");
+    assert.deepEqual(await a2.defer({ ...entry({ id: "merged-2", msg: { n: 4 } }), gate: "gate-a" }, "k"), { id: "held", collapsedInto: "held" });
+    const taken = await a2.takeDue(10, 1000);
+    assert.deepEqual(taken.map((m) => m.id), ["taken", "held"]);
+    assert.deepEqual(taken[1]?.msg, JSON.parse(JSON.stringify({ tricky })));
+    assert.deepEqual(taken[1]?.collapsed, [{ n: 1 }, { n: 4 }]);
+    await a2.ack(taken.map((m) => m.id));
+    second.close();
+
+    const third = open(() => now + 60_000);
+    const a3 = third.queue("gate-a");
+    assert.deepEqual((await a3.takeDue(10, 1000)).map((m) => [m.id, m.expiresAt]), [["future", 5_090_000]]);
+    assert.equal(readFileSync(file, "utf8").split("\n").filter((l) => l !== "").length, 1 + 1 + 2000, "compacted: a header and one line per held msg");
+    assert.deepEqual(warnings, []);
+    third.close();
+  });
+
+  it("skips a last line cut short by a crash mid-write, and names any other damaged line", async () => {
+    const first = open(Date.now);
+    await first.queue(GATE).defer(entry({ id: "whole" }));
+    appendFileSync(file, '{"g":"gate-1","op":"put","id":"torn","stor');
+    const second = open(Date.now);
+    assert.deepEqual((await second.queue(GATE).takeDue(10, 1000)).map((m) => m.id), ["whole"]);
+    assert.deepEqual(warnings, []);
+    second.close();
+    writeFileSync(file, `${readFileSync(file, "utf8")}not json\n{"g":"gate-1","op":"remove","ids":["whole"]}\n`);
+    const third = open(Date.now);
+    assert.equal(await third.queue(GATE).size(), 0, "the lines after a damaged one still count");
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0] ?? "", /damaged line/);
+    third.close();
+  });
+
+  it("imports the snapshot file of the version before the journal once, then removes it", async () => {
+    const legacyFile = join(dir, "memory-defer-cfg.json");
+    const now = Date.now();
+    writeFileSync(legacyFile, JSON.stringify({
+      version: 1,
+      entries: [
+        { entry: { ...entry({ id: "old-1", dueAt: now - 1 }), msg: { n: 1 } }, merged: [{ n: 2 }], collapseKey: "[\"g\",\"o\",\"r\",\"t\"]" },
+        { entry: { ...entry({ id: "old-2", dueAt: now + 60_000 }), gate: "other-gate" }, merged: [] },
+      ],
+    }));
+    const store = open(Date.now, { legacyFile });
+    assert.equal(existsSync(legacyFile), false);
+    assert.deepEqual((await store.queue(GATE).takeDue(10, 1000)).map((m) => [m.id, m.msg, m.collapsed]), [["old-1", { n: 1 }, [{ n: 2 }]]]);
+    assert.equal(await store.queue("other-gate").size(), 1);
+    store.close();
+    const again = open(Date.now, { legacyFile });
+    assert.equal(await again.queue("other-gate").size(), 1, "kept in the journal, not imported twice");
+    again.close();
   });
 });
 
 describe("redis defer queue", function () {
   let prefix: string;
   let admin: Redis;
+  const scope = (gate = GATE, configId = "cfg-1") => ({ keyPrefix: prefix, configId, gate });
   beforeEach(() => {
     prefix = uniquePrefix("dqr");
     admin = redisClient();
@@ -313,27 +527,43 @@ describe("redis defer queue", function () {
     await admin.quit();
   });
 
-  it("keeps every key under the prefix, in one hash tag naming the prefix", async () => {
-    const queue = new RedisDeferQueue(admin, prefix);
-    await queue.defer(entry({ id: "a" }), "ck");
-    await queue.defer(entry({ id: "b" }), "ck");
-    await queue.defer(entry({ id: "c", dueAt: Date.now() + 60_000 }), "ck2");
-    await queue.takeDue(1, 60_000);
+  async function keysUnder(match: string): Promise<string[]> {
     const keys: string[] = [];
     let cursor = "0";
     do {
-      const [next, found] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+      const [next, found] = await admin.scan(cursor, "MATCH", match, "COUNT", 1000);
       cursor = next;
       keys.push(...found);
     } while (cursor !== "0");
-    assert.deepEqual(keys.map((k) => k.slice(k.lastIndexOf(":") + 1)).sort(), ["at", "ck", "collapse", "lease", "merged", "msg", "due"].sort());
-    for (const key of keys) assert.ok(key.startsWith(`${prefix}:{${prefix}:dq}:`), key);
-    assert.throws(() => new RedisDeferQueue(admin, "bad{prefix}"));
+    return keys;
+  }
+
+  it("keeps a gate's keys under the prefix, its cap-config and its gate, in one hash tag naming the prefix", async () => {
+    const queue = new RedisDeferQueue(admin, scope(GATE, "cfg:1|x"));
+    await queue.defer(entry({ id: "a", deadline: Date.now() + 60_000 }), "ck");
+    await queue.defer(entry({ id: "b" }), "ck");
+    await queue.defer(entry({ id: "c", dueAt: Date.now() + 60_000 }), "ck2");
+    await queue.takeDue(1, 60_000);
+    const keys = await keysUnder(`${prefix}:*`);
+    const base = `${prefix}:{${prefix}:dq}:q:cfg%3a1%7cx:${GATE}`;
+    assert.deepEqual(keys.map((k) => k.slice(base.length + 1)).sort(), ["at", "ck", "collapse", "due", "exp", "lease", "m:a", "msg", "u:a"].sort());
+    for (const key of keys) assert.ok(key.startsWith(`${base}:`), key);
+    assert.throws(() => new RedisDeferQueue(admin, { ...scope(), keyPrefix: "bad{prefix}" }));
   });
 
-  it("a restarted instance (new client, new queue, same prefix) takes what the old one deferred, and its dead leases", async () => {
+  it("keeps two cap-configs and two gates on one prefix apart: each queue hands out only its own msgs", async () => {
+    const queues = [scope("g1", "cfgA"), scope("g2", "cfgA"), scope("g1", "cfgB")].map((s) => new RedisDeferQueue(admin, s));
+    await Promise.all(queues.map((q, i) => q.deferMany(Array.from({ length: 300 }, (_, n) => ({ entry: { ...entry({ id: `q${i}-${n}` }), gate: q.scope.gate } })))));
+    for (const [i, q] of queues.entries()) {
+      const ids = await drain(q, 100);
+      assert.equal(ids.length, 300);
+      assert.ok(ids.every((id) => id.startsWith(`q${i}-`)), `queue ${i} handed out another queue's msg`);
+    }
+  });
+
+  it("a restarted instance (new client, new queue, same scope) takes what the old one deferred, and its dead leases", async () => {
     const oldClient = redisClient();
-    const old = new RedisDeferQueue(oldClient, prefix);
+    const old = new RedisDeferQueue(oldClient, scope());
     await old.defer(entry({ id: "due", msg: { tricky } }));
     await old.defer(entry({ id: "soon", dueAt: Date.now() + 250 }), "k");
     await old.defer(entry({ id: "merged", msg: { n: 9 } }), "k");
@@ -344,7 +574,7 @@ describe("redis defer queue", function () {
     await oldClient.quit();
 
     const freshClient = redisClient();
-    const fresh = new RedisDeferQueue(freshClient, prefix);
+    const fresh = new RedisDeferQueue(freshClient, scope());
     try {
       assert.equal(await fresh.size(), 3);
       const first = await fresh.takeDue(10, 5000);
@@ -360,14 +590,70 @@ describe("redis defer queue", function () {
       assert.deepEqual(dead.map((m) => m.id), ["taken"]);
       await fresh.ack(["taken"]);
       assert.equal(await fresh.size(), 0);
+      assert.deepEqual(await keysUnder(`${prefix}:*`), [], "nothing left behind once every msg was acked");
     } finally {
       await freshClient.quit();
     }
   });
 
+  it("reports and removes a held msg it cannot read back (encrypted under another secret)", async () => {
+    const writer = new RedisDeferQueue(admin, scope(), { codec: deferCodec("old-secret", true) });
+    await writer.defer(entry({ id: "unreadable" }));
+    await writer.defer(entry({ id: "plain-json-is-read" }));
+    const damaged: string[] = [];
+    const reader = new RedisDeferQueue(admin, scope(), { codec: deferCodec("new-secret", true), onDamaged: (id) => damaged.push(id) });
+    await admin.hset(reader.keys.msg, "plain-json-is-read", JSON.stringify({ ...entry({ id: "plain-json-is-read" }), id: "plain-json-is-read" }));
+    assert.deepEqual((await reader.takeDue(10, 5000)).map((m) => m.id), ["plain-json-is-read"]);
+    assert.deepEqual(damaged, ["unreadable"]);
+    assert.equal(await reader.size(), 1, "the unreadable msg was removed, the other is leased");
+  });
+
+  it("moves a gate's msgs from the layout before 0.2 (due ones, with what was merged); leased and other gates' stay", async () => {
+    const legacy = legacyDeferKeys(prefix);
+    const [due, lease, msg, merged, at, ck, collapse] = legacy as [string, string, string, string, string, string, string];
+    const now = Date.now();
+    const old = (id: string, gate: string, extra: Partial<DeferredMsg> = {}) => JSON.stringify({ ...entry({ id, dueAt: now - 5 }), id, gate, ...extra });
+    await admin.zadd(due, now - 5, "mine", now - 4, "other", now + 60_000, "mine-later");
+    await admin.zadd(lease, now + 30_000, "mine-leased");
+    await admin.hset(msg, "mine", old("mine", GATE, { expiresAt: now + 90_000 }), "other", old("other", "gate-2"), "mine-later", old("mine-later", GATE), "mine-leased", old("mine-leased", GATE));
+    await admin.hset(merged, "mine", '{"n":1},{"n":2}');
+    await admin.hset(at, "mine", String(now - 5), "other", String(now - 4), "mine-later", String(now + 60_000), "mine-leased", String(now - 100));
+    await admin.hset(ck, "mine", "k");
+    await admin.hset(collapse, "k", "mine");
+    assert.equal(await migrateLegacyQueue(admin, scope()), 2);
+    assert.equal(await migrateLegacyQueue(admin, scope()), 0, "nothing moves twice");
+    const queue = new RedisDeferQueue(admin, scope());
+    assert.equal(await queue.size(), 2);
+    const [moved] = await queue.takeDue(10, 5000);
+    assert.deepEqual([moved?.id, moved?.collapsed, moved?.expiresAt], ["mine", [{ n: 1 }, { n: 2 }], now + 90_000]);
+    assert.deepEqual(await admin.zrange(due, 0, -1), ["other"]);
+    assert.deepEqual(await admin.zrange(lease, 0, -1), ["mine-leased"]);
+    assert.deepEqual((await admin.hkeys(msg)).sort(), ["mine-leased", "other"]);
+    assert.equal(await admin.exists(collapse), 0);
+    assert.equal(await migrateLegacyQueue(admin, scope("gate-2")), 1);
+  });
+
+  it("knows which gates run somewhere (beats), and forgets a gate that runs nowhere once its queue is empty", async () => {
+    const registry = new RedisGateRegistry(admin, prefix, "cfg-1", 200);
+    await registry.beat(["g1", "g2"]);
+    assert.deepEqual(await registry.orphans(), []);
+    const queue = new RedisDeferQueue(admin, scope("g2"));
+    await queue.defer({ ...entry({ id: "x" }), gate: "g2" });
+    await sleep(250);
+    await registry.beat(["g1"]);
+    assert.deepEqual(await registry.orphans(), ["g2"]);
+    await registry.forget("g2");
+    assert.deepEqual(await registry.orphans(), ["g2"], "its queue still holds a msg");
+    await drain(queue, 10);
+    await registry.forget("g2");
+    assert.deepEqual(await registry.orphans(), []);
+    await registry.beat(["g2"]);
+    assert.deepEqual(await registry.orphans(), []);
+  });
+
   it("measures msgs deferred and taken per second through one Redis", async function () {
     this.timeout(60_000);
-    const queue = new RedisDeferQueue(admin, prefix);
+    const queue = new RedisDeferQueue(admin, scope());
     const n = 20_000;
     const payload = { text: "Your code is 123456", to: "+15550001111", meta: { campaign: "camp_789", tags: ["a", "b"] } };
     let t = performance.now();
@@ -377,6 +663,10 @@ describe("redis defer queue", function () {
     }
     const deferMs = performance.now() - t;
     t = performance.now();
+    const batch = await queue.deferMany(Array.from({ length: n }, (_, i) => ({ entry: entry({ id: `q${i}`, dueAt: now - 1, msg: payload }) })));
+    const manyMs = performance.now() - t;
+    assert.ok(batch.every((r) => !(r instanceof Error)));
+    t = performance.now();
     let taken = 0;
     for (;;) {
       const msgs = await queue.takeDue(100, 30_000);
@@ -385,7 +675,7 @@ describe("redis defer queue", function () {
       await queue.ack(msgs.map((m) => m.id));
     }
     const takeMs = performance.now() - t;
-    assert.equal(taken, n);
-    console.log(`      defer: ${n} msgs in ${deferMs.toFixed(0)} ms = ${Math.round((n * 1000) / deferMs)} msgs/s (1000 in flight); takeDue(100)+ack: ${Math.round((n * 1000) / takeMs)} msgs/s (one taker)`);
+    assert.equal(taken, 2 * n);
+    console.log(`      defer: ${n} msgs in ${deferMs.toFixed(0)} ms = ${Math.round((n * 1000) / deferMs)} msgs/s (1000 in flight); deferMany: ${Math.round((n * 1000) / manyMs)} msgs/s; takeDue(100)+ack: ${Math.round((2 * n * 1000) / takeMs)} msgs/s (one taker)`);
   });
 });

@@ -1,0 +1,79 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+
+const HEADER = { sendgate: "defer-journal", v: 2 };
+
+/**
+ * An append-only file of JSON lines: each change is written (one write call)
+ * before the call that made it returns, so the file is always what is still
+ * owed, whenever the process dies. `rewrite` compacts it through a temporary
+ * file and a rename, so a crash mid-compaction leaves the old file whole.
+ * It survives the process dying (kill -9, OOM); a machine crash may lose what
+ * the OS had not yet flushed.
+ */
+export class DeferJournal {
+  private fd: number | undefined;
+  /** bytes appended since the last rewrite */
+  appended = 0;
+
+  constructor(readonly file: string) {}
+
+  /**
+   * The lines written so far. A last line cut short by a crash mid-write is
+   * skipped silently; any other unreadable line is named in `problems`.
+   */
+  read(): { lines: Record<string, unknown>[]; problems: string[] } {
+    if (!existsSync(this.file)) return { lines: [], problems: [] };
+    const text = readFileSync(this.file, "utf8");
+    const raw = text.split("\n");
+    const torn = raw.length > 0 && !text.endsWith("\n") ? raw.length - 1 : -1;
+    const lines: Record<string, unknown>[] = [];
+    const problems: string[] = [];
+    raw.forEach((line, i) => {
+      if (line === "") return;
+      try {
+        const parsed = JSON.parse(line) as unknown;
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+        if (i === 0 && (parsed as { sendgate?: unknown }).sendgate === HEADER.sendgate) {
+          if ((parsed as { v?: unknown }).v !== HEADER.v) throw new Error(`unknown journal version ${String((parsed as { v?: unknown }).v)}`);
+          return;
+        }
+        lines.push(parsed as Record<string, unknown>);
+      } catch (err) {
+        if (i !== torn) problems.push(`${this.file} line ${i + 1}: ${(err as Error).message}`);
+      }
+    });
+    return { lines, problems };
+  }
+
+  /** Replaces the whole file with these lines (atomically), and appends after them from now on. */
+  rewrite(lines: readonly object[]): void {
+    mkdirSync(dirname(this.file), { recursive: true });
+    const temporary = `${this.file}.tmp`;
+    writeFileSync(temporary, [HEADER, ...lines].map((l) => `${JSON.stringify(l)}\n`).join(""));
+    this.closeFile();
+    renameSync(temporary, this.file);
+    this.fd = openSync(this.file, "a");
+    this.appended = 0;
+  }
+
+  append(lines: readonly object[]): void {
+    if (lines.length === 0) return;
+    if (this.fd === undefined) throw new Error(`defer journal ${this.file} is not open`);
+    const text = lines.map((l) => `${JSON.stringify(l)}\n`).join("");
+    // a crash mid-write leaves whole lines and at most one cut short (skipped when read)
+    const buffer = Buffer.from(text, "utf8");
+    let written = 0;
+    while (written < buffer.length) written += writeSync(this.fd, buffer, written);
+    this.appended += buffer.length;
+  }
+
+  close(): void {
+    this.closeFile();
+  }
+
+  private closeFile(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}

@@ -1,0 +1,133 @@
+import { existsSync, unlinkSync } from "node:fs";
+import { readJsonFile } from "../stores/jsonFile";
+import { plainCodec, type DeferCodec } from "./deferCodec";
+import { DeferJournal } from "./deferJournal";
+import { dropAt, MAX_MERGED, prepareDeferral, type DeferredMsg } from "./deferQueue";
+import { MemoryDeferQueue, type DeferClock, type QueueChange } from "./memoryDeferQueue";
+
+/** The memory queue file of the version before the journal: written on close only. */
+interface LegacySnapshot {
+  version: 1;
+  entries: { entry: DeferredMsg; merged: Record<string, unknown>[]; collapseKey?: string }[];
+}
+
+export interface MemoryDeferStoreOptions {
+  /** the journal (in the Node-RED user dir); none = held msgs are not kept past the process */
+  file?: string;
+  /** the snapshot file of the version before the journal: read once, then removed */
+  legacyFile?: string;
+  codec?: DeferCodec;
+  clock?: DeferClock;
+  warn: (text: string) => void;
+  onDamaged?: (gate: string, id: string, err: Error) => void;
+  /** compact the journal once this much was appended since the last compaction (32 MB) */
+  compactAfterBytes?: number;
+}
+
+type JournalLine = QueueChange & { g: string };
+
+/**
+ * The defer queues of one cap-config on the memory store: one MemoryDeferQueue
+ * per gate, and one journal for all of them. Every change is appended to the
+ * journal before the call that made it returns, and the journal is compacted
+ * on start and on close: what is on disk is always what is still owed, so a
+ * process that dies at any point (kill -9, OOM) neither releases a msg again
+ * at the next start nor loses one it held.
+ */
+export class MemoryDeferStore {
+  private readonly queues = new Map<string, MemoryDeferQueue>();
+  private readonly journal: DeferJournal | undefined;
+  private readonly codec: DeferCodec;
+  private readonly compactAfter: number;
+  private lastCompactBytes = 0;
+  private closed = false;
+
+  constructor(private readonly options: MemoryDeferStoreOptions) {
+    this.codec = options.codec ?? plainCodec;
+    this.compactAfter = options.compactAfterBytes ?? 32 * 1024 * 1024;
+    if (!options.file) return;
+    const journal = new DeferJournal(options.file);
+    const { lines, problems } = journal.read();
+    for (const problem of problems) options.warn(`memory defer queue: skipped a damaged line (${problem})`);
+    for (const line of lines as unknown as JournalLine[]) {
+      if (typeof line.g !== "string") continue;
+      const { g, ...change } = line;
+      this.queue(g).apply(change as QueueChange);
+    }
+    const legacy = options.legacyFile && existsSync(options.legacyFile) ? options.legacyFile : undefined;
+    if (legacy) this.importLegacy(legacy);
+    this.journal = journal;
+    this.compact();
+    // only once its msgs are in the journal: a crash before this line imports them again (same ids: no repeat)
+    if (legacy) unlinkSync(legacy);
+  }
+
+  /** The queue of one gate (made on first use). */
+  queue(gate: string): MemoryDeferQueue {
+    let queue = this.queues.get(gate);
+    if (!queue) {
+      queue = new MemoryDeferQueue({
+        gate,
+        codec: this.codec,
+        ...(this.options.clock ? { clock: this.options.clock } : {}),
+        onChanges: (changes) => this.record(gate, changes),
+        onDamaged: (id, err) => this.options.onDamaged?.(gate, id, err),
+      });
+      this.queues.set(gate, queue);
+    }
+    return queue;
+  }
+
+  /** The gates whose queues hold msgs. */
+  gates(): string[] {
+    return [...this.queues].filter(([, q]) => q.count > 0).map(([gate]) => gate);
+  }
+
+  /** Compacts the journal and closes it; the queues refuse new msgs from now on. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const queue of this.queues.values()) void queue.close();
+    if (this.journal) {
+      this.compact();
+      this.journal.close();
+    }
+  }
+
+  private record(gate: string, changes: QueueChange[]): void {
+    if (!this.journal || this.closed) return;
+    this.journal.append(changes.map((change) => ({ g: gate, ...change })));
+    if (this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) this.compact();
+  }
+
+  private compact(): void {
+    const journal = this.journal as DeferJournal;
+    const lines: JournalLine[] = [];
+    for (const [gate, queue] of this.queues) for (const change of queue.state()) lines.push({ g: gate, ...change });
+    journal.rewrite(lines);
+    this.lastCompactBytes = lines.reduce((n, l) => n + JSON.stringify(l).length, 0);
+  }
+
+  private importLegacy(file: string): void {
+    let snapshot: LegacySnapshot | undefined;
+    try {
+      snapshot = readJsonFile<LegacySnapshot>(file, (s) => (s.version === 1 && Array.isArray(s.entries) ? undefined : "not a defer queue snapshot"));
+    } catch (err) {
+      this.options.warn(`memory defer queue: could not read ${file}: ${(err as Error).message}`);
+      return;
+    }
+    for (const { entry, merged } of snapshot?.entries ?? []) {
+      try {
+        const { id, releaseAt, stored } = prepareDeferral(entry);
+        const kept = merged.slice(Math.max(0, merged.length - MAX_MERGED));
+        this.queue(entry.gate).apply({
+          op: "state", id, stored: this.codec.encode(JSON.stringify(stored)), releaseAt,
+          ...(dropAt(entry) !== undefined ? { expiresAt: dropAt(entry) as number } : {}),
+          merged: kept.map((m) => this.codec.encode(JSON.stringify(m))), units: [], dropped: merged.length - kept.length,
+        });
+      } catch (err) {
+        this.options.warn(`memory defer queue: skipped a msg of ${file}: ${(err as Error).message}`);
+      }
+    }
+  }
+}

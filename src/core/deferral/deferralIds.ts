@@ -1,0 +1,35 @@
+import { createHash } from "node:crypto";
+import type { DeferredMsg } from "../defer";
+
+function sha256(parts: readonly (string | number)[]): string {
+  // JSON keeps the parts apart whatever they contain ("a|b" + "c" is not "a" + "b|c")
+  return createHash("sha256").update(JSON.stringify(parts), "utf8").digest("hex");
+}
+
+/**
+ * The id a gate holds a msg under: the same (cap-config, gate, messageId)
+ * always gets the same id, so a retried hold replaces the held copy instead
+ * of holding the msg twice. A hash: it is a key part, and holds no messageId.
+ */
+export function heldMsgId(configId: string, gate: string, messageId: string): string {
+  return sha256(["held", configId, gate, messageId]);
+}
+
+/**
+ * `msg.admission.release_id` (SPEC §3): the same for every release of one held
+ * msg (a release repeated because its ack was lost), different for another
+ * msg or another deferral of the same msg. `part` names a msg merged into it
+ * that leaves on its own.
+ */
+export function releaseId(held: Pick<DeferredMsg, "id" | "deferrals" | "dueAt">, part?: number): string {
+  return sha256(["release", held.id, held.deferrals, held.dueAt, ...(part === undefined ? [] : [part])]).slice(0, 32);
+}
+
+/**
+ * The collapse key of a send (SPEC §4): gate, org, recipient and topic. Pass
+ * the recipient as the store keys it (its HMAC when hashRecipients is on), so
+ * the key holds no address; hashed, so its length is bounded.
+ */
+export function collapseKeyOf(gate: string, org: string, recipientToken: string, topic: string): string {
+  return sha256(["collapse", gate, org, recipientToken, topic]);
+}
