@@ -350,9 +350,16 @@
         }
 
         var events = ["nodes:add", "nodes:remove", "nodes:change", "flows:loaded", "workspace:change"];
+        // an import or a deploy adds or changes many nodes at once: look again once they are all there
+        var flowsPending = false;
         function onFlowsChanged() {
-            refreshConfigs();
-            render();
+            if (flowsPending) { return; }
+            flowsPending = true;
+            setTimeout(function () {
+                flowsPending = false;
+                refreshConfigs();
+                render();
+            }, 100);
         }
 
         RED.sidebar.addTab({
