@@ -8,6 +8,7 @@ import type { ReleaseRequest } from "./stores/admissionStore";
 import { ConfigError, RuleValidationError } from "./errors";
 import type { CapRule } from "./rules";
 import type { SendRules } from "./send";
+import { englishMessages } from "./schema/catalog";
 import { validateRules } from "./schema/validateRules";
 import { StoreAccess } from "./storeAccess";
 import type { AdmissionStore } from "./stores/admissionStore";
@@ -236,7 +237,7 @@ export class CapService {
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */
   static create(raw: RawCapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment = {}): CapService {
     const { settings, problems } = readCapSettings(raw);
-    if (settings.hashRecipients && !secrets.hmacSecret) problems.push("hmacSecret: hashRecipients needs the HMAC secret credential");
+    if (settings.hashRecipients && !secrets.hmacSecret) problems.push(`hmacSecret: ${englishMessages()("cap-config.errors.hmacSecret")}`);
     let rules: CapRule[] = [];
     try {
       if (settings.rulesSource === "inline") rules = validateRules(settings.rules, settings.channels);

@@ -1,7 +1,11 @@
 import { channelList } from "./channels";
 import type { FailMode } from "./capEngine";
-import { keyPrefixProblem } from "./keys";
-import { rulesTableProblem } from "./pgRules/tableName";
+import { englishMessages } from "./schema/catalog";
+import type { Translate } from "./schema/messages";
+import {
+  isAbsent, keyPrefixProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
+  stringListProblem, timeoutProblem,
+} from "./settingsChecks";
 
 export type StoreKind = "memory" | "redis" | "redis-cluster";
 export type RulesSource = "inline" | "postgres";
@@ -47,53 +51,66 @@ export interface CapSettings {
   maxQueued: number;
 }
 
-function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T, problems: string[]): T {
-  if (value === undefined || value === null || value === "") return fallback;
-  if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
-  problems.push(`${field}: must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
-  return fallback;
+/** The problems of a deploy check, each `<property>: <the dialog's own text>`. */
+class Problems {
+  readonly list: string[] = [];
+
+  constructor(readonly t: Translate) {}
+
+  add(property: string, problem: string | null): void {
+    if (problem !== null) this.list.push(`${property}: ${problem}`);
+  }
+}
+
+function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T, problems: Problems): T {
+  const problem = oneOfProblem(value, allowed, problems.t);
+  problems.add(field, problem);
+  return isAbsent(value) || problem !== null ? fallback : (value as T);
 }
 
 /** A list given as an array or as the editor's comma-separated text. */
-function stringList(field: string, value: unknown, fallback: string[], problems: string[]): string[] {
+function stringList(field: string, value: unknown, fallback: string[], problems: Problems): string[] {
   if (value === undefined || value === null) return fallback;
-  if (typeof value === "string") return value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.map((v) => v.trim()).filter((v) => v !== "");
-  problems.push(`${field}: must be a list of strings`);
-  return fallback;
+  const problem = stringListProblem(value, problems.t);
+  problems.add(field, problem);
+  if (problem !== null) return fallback;
+  return typeof value === "string" ? splitList(value) : (value as string[]).map((v) => v.trim()).filter((v) => v !== "");
 }
 
 function flag(value: unknown): boolean {
   return value === true || value === "true";
 }
 
-function parsedRules(value: unknown, problems: string[]): unknown {
+function parsedRules(value: unknown, problems: Problems): unknown {
   if (value === undefined || value === null || value === "") return [];
   if (typeof value !== "string") return value;
   try {
     return JSON.parse(value);
   } catch (err) {
-    problems.push(`rules: not valid JSON (${(err as Error).message})`);
+    problems.add("rules", problems.t("sendgate.rules.problem.notJson", { error: (err as Error).message }));
     return [];
   }
 }
 
-/** Checks a cap-config's properties; `problems` names every bad property. */
-export function readCapSettings(raw: RawCapSettings): { settings: CapSettings; problems: string[] } {
-  const problems: string[] = [];
+/**
+ * Checks a cap-config's properties; `problems` names every bad property, in
+ * the words the dialog uses for it (settingsChecks.ts).
+ */
+export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessages()): { settings: CapSettings; problems: string[] } {
+  const problems = new Problems(t);
+  problems.add("keyPrefix", keyPrefixProblem(raw.keyPrefix, t));
   const keyPrefix = typeof raw.keyPrefix === "string" && raw.keyPrefix !== "" ? raw.keyPrefix : "fc";
-  const prefixProblem = keyPrefixProblem(keyPrefix);
-  if (prefixProblem) problems.push(prefixProblem);
 
-  const timeoutMs = raw.timeoutMs === undefined || raw.timeoutMs === "" ? 50 : Number(raw.timeoutMs);
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) problems.push(`timeoutMs: must be a positive number of ms, got ${JSON.stringify(raw.timeoutMs)}`);
+  problems.add("timeoutMs", timeoutProblem(raw.timeoutMs, t));
+  const timeoutMs = isAbsent(raw.timeoutMs) ? 50 : Number(raw.timeoutMs);
 
-  const maxQueued = raw.maxQueued === undefined || raw.maxQueued === "" ? 100_000 : Number(raw.maxQueued);
-  if (!Number.isInteger(maxQueued) || maxQueued < 1) problems.push(`maxQueued: must be a whole number of msgs >= 1, got ${JSON.stringify(raw.maxQueued)}`);
+  problems.add("maxQueued", maxQueuedProblem(raw.maxQueued, t));
+  const maxQueued = isAbsent(raw.maxQueued) ? 100_000 : Number(raw.maxQueued);
 
   const store = oneOf("store", raw.store, ["memory", "redis", "redis-cluster"] as const, "memory", problems);
+  if (store === "redis") problems.add("redisUrl", redisUrlProblem(raw.redisUrl, t));
+  if (store === "redis-cluster") problems.add("redisNodes", redisNodesProblem(raw.redisNodes, t));
   const redisNodes = stringList("redisNodes", raw.redisNodes, [], problems);
-  if (store === "redis-cluster" && redisNodes.length === 0) problems.push("redisNodes: a redis-cluster store needs at least one host:port");
 
   const defaultOrg = typeof raw.defaultOrg === "string" && raw.defaultOrg !== "" ? raw.defaultOrg : "default";
 
@@ -115,9 +132,6 @@ export function readCapSettings(raw: RawCapSettings): { settings: CapSettings; p
     channels: channelList(stringList("channels", raw.channels, [], problems)),
     maxQueued: Number.isInteger(maxQueued) && maxQueued >= 1 ? maxQueued : 100_000,
   };
-  if (settings.rulesSource === "postgres") {
-    const tableProblem = rulesTableProblem(settings.pgTable);
-    if (tableProblem) problems.push(tableProblem);
-  }
-  return { settings, problems };
+  if (settings.rulesSource === "postgres") problems.add("pgTable", pgTableProblem(settings.pgTable, t));
+  return { settings, problems: problems.list };
 }

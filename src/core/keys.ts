@@ -55,10 +55,3 @@ export function capCounterField(capId: string, perValues: readonly string[]): st
   for (const v of perValues) field += `:${encodeKeyPart(v)}`;
   return field;
 }
-
-/** A key prefix must not carry a brace, or it would move the hash tag. */
-export function keyPrefixProblem(prefix: string): string | undefined {
-  if (prefix.length === 0) return "keyPrefix: must not be empty";
-  if (/[{}]/.test(prefix)) return "keyPrefix: must not contain { or } (they would change the Redis Cluster hash tag)";
-  return undefined;
-}

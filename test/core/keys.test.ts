@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { capCounterField, capCounterKey, encodeKeyPart, keyPrefixProblem, recipientHashTag, recipientToken } from "../../src/core/keys";
+import { capCounterField, capCounterKey, encodeKeyPart, recipientHashTag, recipientToken } from "../../src/core/keys";
+import { englishMessages } from "../../src/core/schema/catalog";
+import { keyPrefixProblem } from "../../src/core/settingsChecks";
 
 describe("core/keys", () => {
   it("keeps an org with a separator apart from a recipient with one (a:b + c vs a + b:c)", () => {
@@ -39,7 +41,7 @@ describe("core/keys", () => {
   });
 
   it("refuses a key prefix with braces", () => {
-    assert.match(keyPrefixProblem("fc{x}") ?? "", /keyPrefix/);
-    assert.equal(keyPrefixProblem("fc:prod"), undefined);
+    assert.match(keyPrefixProblem("fc{x}", englishMessages()) ?? "", /key prefix must not contain \{ or \}/);
+    assert.equal(keyPrefixProblem("fc:prod", englishMessages()), null);
   });
 });

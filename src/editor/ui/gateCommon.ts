@@ -1,4 +1,4 @@
-import { secondsProblem } from "../model/settingsChecks";
+import { secondsProblem } from "../../core/settingsChecks";
 import { t, verdict } from "./i18n";
 import type { EditorNode, Validator } from "./red";
 

@@ -2,7 +2,7 @@ import { deployProblem } from "../../model/ruleChecks";
 import {
   keyPrefixProblem, maxQueuedProblem, oneOfProblem, parkedRulesProblem, pgTableProblem, redisNodesProblem, redisUrlProblem,
   stringListProblem, timeoutProblem,
-} from "../../model/settingsChecks";
+} from "../../../core/settingsChecks";
 import { t, verdict } from "../i18n";
 import type { EditorNode, Validator } from "../red";
 import { editingValue, knownChannels } from "./channels";

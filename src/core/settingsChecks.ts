@@ -1,13 +1,25 @@
-import type { Translate } from "../../core/schema/messages";
-import { isAbsent, splitList } from "./lists";
+import type { Translate } from "./schema/messages";
 
 /**
- * The cap-config dialog's checks of its own settings, as the runtime reads
- * them (src/core/capSettings.ts): each returns the catalog's text, or null.
+ * A cap-config's checks of its settings, worded from the message catalog:
+ * the dialog (src/editor) and the runtime's deploy check (capSettings.ts) run
+ * the same ones, so they say the same thing. Each returns the text, or null.
+ * Pure: the editor bundles it.
  */
 const PG_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 const PG_MAX_IDENTIFIER = 63;
 const K = "cap-config.errors";
+
+/** Left out of a hand-written flow, or left empty: the runtime applies the SPEC §11 default. */
+export function isAbsent(value: unknown): boolean {
+  return value === undefined || value === null || value === "";
+}
+
+/** Comma-separated text as a list: trimmed, empties dropped. */
+export function splitList(text: unknown): string[] {
+  if (typeof text !== "string") return [];
+  return text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+}
 
 export function oneOfProblem(value: unknown, allowed: readonly string[], t: Translate): string | null {
   if (isAbsent(value) || (typeof value === "string" && allowed.includes(value))) return null;
