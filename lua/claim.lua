@@ -3,12 +3,16 @@
 -- order given, each seeing what the ones before it claimed.
 -- A recipient's counters live in one hash (lib/counter_entries.lua), one field per cap
 -- (<cap>[:<per values>]); it lives as long as its longest-lived counter needs.
+-- Shadow caps (SPEC §4 enforcement) are judged in the same step but never refuse: a send
+-- only they would refuse is admitted without a slot in them (their count stays what it would
+-- be if they were enforced); a send an enforced cap refuses claims nothing, shadow caps included.
 -- KEYS[k]   the counter hash of send k (the same key may appear for several sends)
 -- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then per send:
 --           its entry's tail as a number (member digest × 65536 + attempt token), n,
 --           then per cap: field, limit index
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (1|0), retry ms }
--- retry ms: -1 not blocking, -2 blocking and never frees (max 0), else ms until a free slot.
+-- retry ms: -1 not full; else the cap is full for this send (an enforced cap blocks it, a
+-- shadow cap would have): -2 never frees (max 0), else ms until a free slot.
 -- @include counter_entries
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -16,7 +20,18 @@ local stamp = stampOf(now)
 local limits, pos = readLimits(now)
 
 local out = { now }
-local fields, caps, kept, counted, firsts, held = {}, {}, {}, {}, {}, {}
+local fields, caps, kept, counted, firsts, held, full = {}, {}, {}, {}, {}, {}, {}
+
+-- the wait until cap i of the send being judged has a free slot
+local function retryOf(i, value)
+  local cap = caps[i]
+  if cap.max <= 0 then return -2 end
+  if cap.reset > 0 then return math.max(0, cap.reset - now) end
+  -- enough entries must age out to leave max - 1: the (count - max + 1)-th oldest is the last of them
+  local ts = entryTime(value, firsts[i] + (counted[i] - cap.max) * ENTRY, now)
+  return math.max(0, ts + cap.window - now)
+end
+
 for k = 1, #KEYS do
   local key = KEYS[k]
   local tail, digest, n
@@ -34,28 +49,16 @@ for k = 1, #KEYS do
     firsts[i] = countAt
     held[i] = findEntry(v, countAt, digest, STAMP) and 1 or 0
     values[i] = v
-    if held[i] == 0 and counted[i] >= cap.max then blocked = true end
+    full[i] = held[i] == 0 and counted[i] >= cap.max
+    if full[i] and not cap.shadow then blocked = true end
   end
 
   out[#out + 1] = blocked and 0 or 1
   if blocked then
     for i = 1, n do
-      local cap = caps[i]
-      local retry = -1
-      if held[i] == 0 and counted[i] >= cap.max then
-        if cap.max <= 0 then
-          retry = -2
-        elseif cap.reset > 0 then
-          retry = math.max(0, cap.reset - now)
-        else
-          -- enough entries must age out to leave max - 1: the (count - max + 1)-th oldest is the last of them
-          local ts = entryTime(values[i], firsts[i] + (counted[i] - cap.max) * ENTRY, now)
-          retry = math.max(0, ts + cap.window - now)
-        end
-      end
       out[#out + 1] = counted[i]
       out[#out + 1] = held[i]
-      out[#out + 1] = retry
+      out[#out + 1] = full[i] and retryOf(i, values[i]) or -1
     end
   else
     local entry = stamp .. tail
@@ -63,18 +66,24 @@ for k = 1, #KEYS do
     local needed = 0
     for i = 1, n do
       local count = counted[i]
-      if held[i] == 0 then
-        kept[i] = kept[i] .. entry
-        count = count + 1
+      local retry = -1
+      if full[i] then
+        -- a shadow cap that would refuse: reported, not claimed
+        retry = retryOf(i, values[i])
+      else
+        if held[i] == 0 then
+          kept[i] = kept[i] .. entry
+          count = count + 1
+        end
+        writes[#writes + 1] = fields[i]
+        writes[#writes + 1] = kept[i]
+        if caps[i].until_ > needed then needed = caps[i].until_ end
       end
-      writes[#writes + 1] = fields[i]
-      writes[#writes + 1] = kept[i]
-      if caps[i].until_ > needed then needed = caps[i].until_ end
       out[#out + 1] = count
       out[#out + 1] = held[i]
-      out[#out + 1] = -1
+      out[#out + 1] = retry
     end
-    writeCounters(key, writes, now, needed)
+    if #writes > 0 then writeCounters(key, writes, now, needed) end
   end
 end
 return out

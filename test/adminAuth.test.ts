@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { NodeRedProcess } from "./support/nodeRedProcess";
+import { parsePrometheusText, total } from "./support/promText";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const bcrypt = require(require.resolve("bcryptjs", { paths: [dirname(require.resolve("@node-red/editor-api/package.json"))] })) as {
@@ -29,6 +30,8 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
         { username: "admin", password, permissions: "*" },
         { username: "viewer", password, permissions: "read" },
         { username: "capreader", password, permissions: ["frequency-cap.read"] },
+        // may watch flows, not read caps or their metrics
+        { username: "flowreader", password, permissions: ["flows.read", "nodes.read", "status.read"] },
       ],
     },
   });
@@ -40,7 +43,8 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const scopes: Record<string, string> = { admin: "*", viewer: "read", capreader: "frequency-cap.read" };
+  // "" asks for every permission the user has (as the editor's login does)
+  const scopes: Record<string, string> = { admin: "*", viewer: "read", capreader: "frequency-cap.read", flowreader: "" };
 
   async function token(username: string): Promise<string> {
     const res = await fetch(`${red.baseUrl}/auth/token`, {
@@ -63,7 +67,7 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
   it("answers 401 without a token, on every route", async () => {
     for (const [method, path] of [["GET", "/frequency-cap/caps/caps"], ["POST", "/frequency-cap/caps/caps"], ["GET", "/frequency-cap/caps/suppressions"],
       ["POST", "/frequency-cap/caps/suppressions"], ["DELETE", "/frequency-cap/caps/suppressions"], ["GET", "/frequency-cap/caps/usage"],
-      ["PUT", "/frequency-cap/caps/caps/one"], ["DELETE", "/frequency-cap/caps/caps/one"]] as const) {
+      ["PUT", "/frequency-cap/caps/caps/one"], ["DELETE", "/frequency-cap/caps/caps/one"], ["GET", "/frequency-cap/caps/metrics"]] as const) {
       assert.equal((await call(method, path)).status, 401, `${method} ${path}`);
     }
   });
@@ -80,6 +84,20 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
       const listed = await call("GET", "/frequency-cap/caps/suppressions", bearer);
       assert.deepEqual(((await listed.json()) as { entries: unknown[] }).entries, [], `${user} changed nothing`);
     }
+  });
+
+  it("serves the metrics in the Prometheus text format to frequency-cap.read, and refuses a user without it", async () => {
+    for (const user of ["viewer", "capreader"]) {
+      const res = await call("GET", "/frequency-cap/caps/metrics", await token(user));
+      assert.equal(res.status, 200, user);
+      assert.match(res.headers.get("content-type") ?? "", /^text\/plain;.*version=0\.0\.4/);
+      const families = parsePrometheusText(await res.text());
+      assert.equal(total(families, "sendgate_info", { config: "caps", store: "memory" }), 1, user);
+    }
+    const refused = await call("GET", "/frequency-cap/caps/metrics", await token("flowreader"));
+    assert.equal(refused.status, 401, "no frequency-cap.read, no metrics");
+    assert.equal((await call("GET", "/frequency-cap/caps/usage?recipient=r&channel=sms", await token("flowreader"))).status, 401);
+    assert.equal((await call("GET", "/frequency-cap/nope/metrics", await token("capreader"))).status, 404, "an unknown cap-config");
   });
 
   it("lets a user with write permission write", async () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { DISPOSITIONS, WINDOW_TYPES } from "../src/core/schema/capRuleSchema";
+import { DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../src/core/schema/capRuleSchema";
 import { lookup } from "../src/core/schema/messages";
 import type { RuleProblemCode } from "../src/core/schema/ruleProblems";
 import { WINDOW_UNITS } from "../src/editor/model/ruleRows";
@@ -59,6 +59,8 @@ const FAMILIES: Record<string, string[]> = {
   "cap-config.windowTypes.${w}Title": WINDOW_TYPES.map((w) => `cap-config.windowTypes.${w}Title`),
   "cap-config.dispositions.${d}": DISPOSITIONS.map((d) => `cap-config.dispositions.${d}`),
   "cap-config.dispositions.${d}Title": DISPOSITIONS.map((d) => `cap-config.dispositions.${d}Title`),
+  "cap-config.enforcements.${e}": ENFORCEMENTS.map((e) => `cap-config.enforcements.${e}`),
+  "cap-config.enforcements.${e}Title": ENFORCEMENTS.map((e) => `cap-config.enforcements.${e}Title`),
   "quiet-hours-gate.dayNames.${day}": [0, 1, 2, 3, 4, 5, 6].map((d) => `quiet-hours-gate.dayNames.${d}`),
   "quiet-hours-gate.days.${kind.kind}": ["none", "weekdays"].map((k) => `quiet-hours-gate.days.${k}`),
   "quiet-hours-gate.window.${windowShape(start, end)}": ["badTimes", "wholeDay", "acrossMidnight", "sameDay"].map((k) => `quiet-hours-gate.window.${k}`),

@@ -103,7 +103,8 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
     ...ads.map((a) => `campaign-weekly:${a.campaign_id}|2`),
     ...ads.map((a) => `category-hourly:${a.category}|3`),
   ])].flatMap((entry) => entry.split("|"));
-  const limits = ["3", "86400000", "3", "0", "0", "604800000", "10", "0", "0", "3600000", "5", "0", "0"];
+  // per limit: window ms, max, period start, reset, shadow (0: enforced)
+  const limits = ["3", "86400000", "3", "0", "0", "0", "604800000", "10", "0", "0", "0", "3600000", "5", "0", "0", "0"];
   const args = script === "inspect"
     ? [sha, "1", key, ...limits, String(fields.length / 2), ...fields]
     : [sha, "1", key, ...limits, RAND, "3", "ad-daily:ad7", "1", "campaign-weekly:c2", "2", "category-hourly:news", "3"];

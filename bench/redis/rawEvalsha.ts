@@ -21,13 +21,13 @@ export interface RawRun {
 /**
  * The arguments of one claim as the Redis store sends them (numkeys 1, the
  * recipient's counter hash `<prefix>:{<org>|<recipient>}:c`, the limits table:
- * per cap window ms, max, and 0, 0 for these rolling caps; then the entry's
+ * per cap window ms, max, and 0, 0 for these rolling caps, 0 for enforced; then the entry's
  * tail, the cap count, and per cap its field and limit), with a random
  * recipient and member: the entry's tail (digest × 65536 + token) is a
  * random number, as good as a digest of a messageId and an attempt token.
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
-  const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0", "0"]);
+  const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0", "0", "0"]);
   const caps = rules.flatMap((rule, i) => [rule.id, String(i + 1)]);
   return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, String(rules.length), ...limits, RAND, String(rules.length), ...caps];
 }

@@ -1,5 +1,5 @@
 import type { ApplicableCap } from "./applicableCaps";
-import type { CapDecision, ClaimAttempt } from "./capEngine";
+import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal } from "./capEngine";
 import type { StoreUnavailableError } from "./errors";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
 
@@ -60,6 +60,8 @@ export interface Admission {
   release_id?: string;
   deferrals?: number;
   first_deferred_at?: string;
+  /** the shadow caps that would have refused this admitted msg (SPEC §3, §4 enforcement) */
+  shadow?: ShadowRefusal[];
   /** the disposition a refusal asked for ("defer", "collapse"), for the adapter that holds the msg */
   disposition?: string;
   claims: AdmissionClaim[];
@@ -135,14 +137,21 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       return { status: "allowed", reason, ...base };
     }
     case "allowed": {
-      // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt
-      const taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false);
+      const { caps, outcome } = decision;
+      // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt,
+      // and a shadow cap that would have refused took none
+      const taken = caps.filter((_, i) => outcome.counters[i]?.alreadyHeld === false && outcome.counters[i]?.wouldRefuse !== true);
       if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.attempt, at));
       trail.push({ gate: ctx.gate, status: "allowed", at });
-      const remaining = decision.caps.length === 0
-        ? undefined
-        : Math.min(...decision.caps.map((c, i) => Math.max(0, c.max - (decision.outcome.counters[i]?.count ?? 0))));
-      return { status: "allowed", ...base, ...(remaining !== undefined ? { remaining } : {}) };
+      // free slots of the enforced caps: shadow caps never stop a send
+      let remaining: number | undefined;
+      caps.forEach((c, i) => {
+        if (c.rule.enforcement === "shadow") return;
+        const left = Math.max(0, c.max - (outcome.counters[i]?.count ?? 0));
+        remaining = remaining === undefined ? left : Math.min(remaining, left);
+      });
+      const shadow = shadowRefusals(caps, outcome);
+      return { status: "allowed", ...base, ...(remaining !== undefined ? { remaining } : {}), ...(shadow.length > 0 ? { shadow } : {}) };
     }
     case "capped": {
       const binding = decision.blocking[0];

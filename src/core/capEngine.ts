@@ -62,6 +62,7 @@ export interface CapUsage {
   channel: string;
   applies_to_categories: string[];
   window_seconds: number;
+  enforcement: "enforce" | "shadow";
   max_count: number;
   count: number;
   remaining: number;
@@ -136,7 +137,9 @@ export class CapEngine {
   }
 
   private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
-    const subjects = candidates ? candidates.map((c) => this.capsFor(candidateSend(send, c), rules)) : [this.capsFor(send, rules)];
+    // shadow caps never block, so they play no part in eligibility or remaining
+    const enforced = rules.some(isShadow) ? rules.filter((r) => !isShadow(r)) : rules;
+    const subjects = candidates ? candidates.map((c) => this.capsFor(candidateSend(send, c), enforced)) : [this.capsFor(send, enforced)];
     // candidates share caps (one campaign, one category): each counter is read once
     const counters = new Map<string, ApplicableCap>();
     for (const caps of subjects) for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
@@ -191,6 +194,7 @@ export class CapEngine {
         channel: cap.rule.channel,
         applies_to_categories: original.applies_to_categories,
         window_seconds: cap.rule.window_seconds,
+        enforcement: cap.rule.enforcement,
         max_count: cap.max,
         count: counter.count,
         remaining: Math.max(0, cap.max - counter.count),
@@ -212,11 +216,33 @@ export class CapEngine {
   }
 }
 
+function isShadow(rule: CapRule): boolean {
+  return rule.enforcement === "shadow";
+}
+
 function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
   return caps.map((c) => ({
     field: c.field, windowMs: c.windowMs, max: c.max,
     ...(c.resetAt !== undefined ? { startMs: c.startMs ?? 0, resetAt: c.resetAt } : {}),
+    ...(isShadow(c.rule) ? { shadow: true } : {}),
   }));
+}
+
+/** A shadow cap that would have refused an admitted send (SPEC §3 `admission.shadow`). */
+export interface ShadowRefusal {
+  cap_id: string;
+  count: number;
+  max: number;
+}
+
+/** The shadow caps that alone would have refused this admitted send: it took no slot in them. */
+export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOutcome): ShadowRefusal[] {
+  const refusals: ShadowRefusal[] = [];
+  outcome.counters.forEach((counter, i) => {
+    const cap = caps[i];
+    if (counter.wouldRefuse && cap) refusals.push({ cap_id: cap.rule.id, count: counter.count, max: cap.max });
+  });
+  return refusals;
 }
 
 /** A candidate as a send: the msg's own, with the candidate's attributes and category (one object shape, no spread per candidate). */

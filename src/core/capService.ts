@@ -28,6 +28,8 @@ import { PgSuppressions } from "./suppression/pgSuppressions";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
 import { deferCodec, LocalGateRegistry, MemoryDeferStore, migrateLegacyQueue, RedisDeferQueue, RedisGateRegistry } from "./defer";
 import { Deferrals } from "./deferral/deferrals";
+import { AdmissionMetrics } from "./metrics/admissionMetrics";
+import { RuleCacheStats } from "./pgRules/ruleCache";
 
 /** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
 export const ADMIN_WAIT_MS = 5000;
@@ -44,7 +46,7 @@ export interface CapLog {
 }
 
 export interface CapServiceEnvironment {
-  /** the cap-config's node id: its gates' held msgs are kept under it (two cap-configs never share a queue) */
+  /** the cap-config's node id: its gates' held msgs are kept under it (two cap-configs never share a queue), and its metrics carry it as the `config` label */
   configId?: string;
   /** where a memory store keeps its state between deploys and restarts; none = not kept */
   memoryStateFile?: string;
@@ -146,7 +148,7 @@ async function attachDurableBlockList(source: PgRuleSource, settings: CapSetting
   })().catch((err: Error) => log.warn(`reading the block list from PostgreSQL: ${err.message}`));
 }
 
-function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog, suppression: SuppressionEngine): RulesProvider {
+function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog, suppression: SuppressionEngine, cacheStats: RuleCacheStats): RulesProvider {
   if (settings.rulesSource === "inline") return new InlineRules(rules);
   const connect = redisConnector(settings, secrets);
   return new PostgresRules(() => ({
@@ -154,6 +156,7 @@ function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecret
     table: settings.pgTable,
     knownChannels: settings.channels,
     warn: (text) => log.warn(text),
+    cacheStats,
     ...(secrets.pgPassword ? { password: secrets.pgPassword } : {}),
     ...(connect ? { bus: new RedisInvalidationBus({ connect, keyPrefix: settings.keyPrefix, onError: (err) => log.warn(`rule change bus: ${err.message}`) }) } : {}),
   }), (source) => attachDurableBlockList(source, settings, suppression, log));
@@ -169,6 +172,8 @@ export class CapService {
   readonly suppression: SuppressionEngine;
   readonly deferrals: Deferrals;
   readonly sendRules: SendRules;
+  /** its gates' outcomes and its send path's state, for `GET …/metrics` and the editor's sidebar */
+  readonly metrics: AdmissionMetrics;
 
   readonly rules: RulesProvider;
   private readonly releases: Lane<ReleaseRequest, number>;
@@ -186,8 +191,13 @@ export class CapService {
     private readonly env: CapServiceEnvironment,
   ) {
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
+    this.metrics = new AdmissionMetrics({
+      configId: env.configId ?? "cap-config", store: store.kind, rulesSource: settings.rulesSource, failMode: settings.failMode,
+      maxQueued: store.remote ? settings.maxQueued : 0,
+    });
     this.access = new StoreAccess(store, {
       failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, warn: (text) => log.warn(text),
+      onStoreCall: (call) => this.metrics.storeCall(call),
     });
     this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
@@ -205,7 +215,8 @@ export class CapService {
       // an opt-out must survive a crash at once, not at the next periodic snapshot
       afterWrite: () => this.trySaveMemoryState(),
     });
-    this.rules = createRules(settings, inlineRules, secrets, log, this.suppression);
+    const cacheStats = new RuleCacheStats();
+    this.rules = createRules(settings, inlineRules, secrets, log, this.suppression, cacheStats);
     const { deferrals, memory } = createDeferrals(store, settings, secrets, env, log, this.access);
     this.deferrals = deferrals;
     this.memoryDefer = memory;
@@ -213,6 +224,14 @@ export class CapService {
       this.snapshotTimer = setInterval(() => this.trySaveMemoryState(), MEMORY_SNAPSHOT_MS);
       this.snapshotTimer.unref();
     }
+    this.metrics.watch({
+      storeState: () => store.state(),
+      rulesState: () => this.rules.state(),
+      queueLength: () => this.access.queue?.length ?? 0,
+      circuit: () => ({ state: this.access.breaker.state(), opens: this.access.breaker.opens }),
+      held: () => this.deferrals.heldSizes(),
+      ruleCache: cacheStats,
+    });
   }
 
   /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */

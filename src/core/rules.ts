@@ -14,6 +14,8 @@ export interface CapRule {
   per: string[];
   match: Record<string, string[]>;
   disposition: "skip" | "defer" | "collapse";
+  /** `shadow`: checked and counted in the same atomic step, never refuses (SPEC §4) */
+  enforcement: "enforce" | "shadow";
 }
 
 /** The rule shape as written by a flow author, an API client or a table row. */
@@ -35,5 +37,6 @@ export function withDefaults(input: CapRuleInput): CapRule {
     per: input.per ?? [],
     match: input.match ?? {},
     disposition: input.disposition === "defer" || input.disposition === "collapse" ? input.disposition : "skip",
+    enforcement: input.enforcement === "shadow" ? "shadow" : "enforce",
   };
 }

@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from "./errors";
 import { FailOpenReporter } from "./failOpenReporter";
-import { SendQueue, type Lane } from "./sendQueue/sendQueue";
+import { SendQueue, type Lane, type StoreCall } from "./sendQueue/sendQueue";
 import { asStoreFailure } from "./storeFaults";
 import { CircuitBreaker, StoreGuard } from "./storeGuard";
 import type { AdmissionStore, Settled } from "./stores/admissionStore";
@@ -17,6 +17,8 @@ export interface StoreAccessOptions {
   maxInFlight?: number;
   maxBatch?: number;
   warn: (text: string) => void;
+  /** told of every store call the send queue sends (the metrics' latency histogram) */
+  onStoreCall?: (call: StoreCall) => void;
 }
 
 export const SEND_QUEUE_DEFAULTS = { maxInFlight: 4, maxBatch: 256 } as const;
@@ -48,6 +50,7 @@ export class StoreAccess {
         maxBatch: options.maxBatch ?? store.batching?.maxBatch ?? SEND_QUEUE_DEFAULTS.maxBatch,
         timeoutMs: options.timeoutMs,
         breaker: this.breaker,
+        ...(options.onStoreCall ? { onCall: options.onStoreCall } : {}),
         onOverload: (max) => options.warn(`the send queue is full (${max} msgs, maxQueued): new msgs get reason "overloaded" and the fail mode (${options.failMode}) decides until it drains`),
       })
       : undefined;

@@ -14,7 +14,11 @@ export interface CircuitBreakerOptions {
  * cool-down, then a single probe decides (SPEC §9). Only faults that say the
  * store is unwell count (storeFaults.ts); a msg's own bad input never does.
  */
+export type CircuitState = "closed" | "open" | "half_open";
+
 export class CircuitBreaker {
+  /** how often the circuit opened (from closed, or again after a failed probe) */
+  opens = 0;
   private consecutiveFaults = 0;
   private openUntil = 0;
   private probing = false;
@@ -28,6 +32,12 @@ export class CircuitBreaker {
 
   isOpen(): boolean {
     return this.consecutiveFaults >= this.threshold;
+  }
+
+  /** closed: calls go through; open: they fail at once; half_open: the cool-down is over, one probe decides. */
+  state(now = Date.now()): CircuitState {
+    if (this.consecutiveFaults < this.threshold) return "closed";
+    return this.probing || now >= this.openUntil ? "half_open" : "open";
   }
 
   /** The store says it is connected again: the next call need not wait out the cool-down. */
@@ -54,7 +64,11 @@ export class CircuitBreaker {
       return;
     }
     this.consecutiveFaults++;
-    if (this.consecutiveFaults >= this.threshold) this.openUntil = Date.now() + this.coolDownMs;
+    if (this.consecutiveFaults >= this.threshold) {
+      // faults of calls admitted before it opened extend the cool-down; they do not open it again
+      if (isProbe || this.consecutiveFaults === this.threshold) this.opens++;
+      this.openUntil = Date.now() + this.coolDownMs;
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { registerCapRoutes } from "./adminApi/capRoutes";
+import { registerMetricsRoutes } from "./adminApi/metricsRoutes";
+import { AdmissionFeed } from "./admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
 import { CapService } from "../core/capService";
 import type { RawCapSettings } from "../core/capSettings";
@@ -21,6 +23,9 @@ export interface CapConfigNode extends Node<CapCredentials> {
 }
 
 export default function register(RED: NodeAPI): void {
+  // the editor's Admission sidebar: every cap-config's gate counts, pushed over the editor's websocket
+  const feed = new AdmissionFeed((topic, data, retain) => RED.comms.publish(topic, data, retain));
+
   function CapConfig(this: CapConfigNode, def: CapConfigDef): void {
     RED.nodes.createNode(this, def);
     try {
@@ -38,7 +43,9 @@ export default function register(RED: NodeAPI): void {
       this.problem = err as Error;
       this.error((err as Error).message);
     }
+    const unwatch = this.service ? feed.watch(this.id, def.name || this.id, this.service.metrics) : undefined;
     this.on("close", (_removed: boolean, done: () => void) => {
+      unwatch?.();
       const service = this.service;
       this.service = undefined;
       if (!service) return done();
@@ -51,6 +58,7 @@ export default function register(RED: NodeAPI): void {
 
   registerCapRoutes(RED);
   registerSuppressionRoutes(RED);
+  registerMetricsRoutes(RED);
 
   RED.nodes.registerType<CapConfigNode, CapConfigDef, Record<string, never>, CapCredentials>("cap-config", CapConfig, {
     credentials: {

@@ -9,7 +9,7 @@ import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { collapseKeyOf } from "../core/deferral/deferralIds";
 import { refundClaims } from "./refunds";
@@ -39,6 +39,7 @@ export default function register(RED: NodeAPI): void {
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
     const reader = new SendReader(RED, node, def);
     const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
+    const metrics = gateMetrics(config?.service, node.id, GATE);
 
     let deferMaxMs = 0;
     let jitterMs = 0;
@@ -87,6 +88,12 @@ export default function register(RED: NodeAPI): void {
         msg.admission = admission;
         if (decision.kind === "fail_open") status.failOpen();
         else status.allowed();
+        if (decision.kind === "allowed" && admission.shadow) {
+          decision.outcome.counters.forEach((counter, i) => {
+            const rule = decision.caps[i]?.rule;
+            if (counter.wouldRefuse && rule) metrics?.counts.wouldRefuse(rule.id, rule.org);
+          });
+        }
         send([msg, null, null]);
         return;
       }
@@ -161,7 +168,7 @@ export default function register(RED: NodeAPI): void {
       return claim(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing]);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics);
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

@@ -1,5 +1,8 @@
 import type { Node, NodeMessage, NodeMessageInFlow } from "node-red";
+import type { Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
+import type { GateCounts } from "../core/metrics/gateCounts";
+import { GATE_OUTPUTS } from "../core/metrics/labels";
 import { OutputOrder } from "../core/outputOrder";
 import type { GateStatus } from "./gateStatus";
 import { releaseHandler } from "./holding";
@@ -11,6 +14,34 @@ type Done = (err?: Error) => void;
 /** What a gate stops on close: a subscription, or work that finishes first (a poller's round). */
 export type Cleanup = (() => void | Promise<void>) | undefined;
 
+/**
+ * The reason a gate gave a msg it sends out: the last trail entry is the
+ * gate's own (every gate writes one before it sends), so what an earlier gate
+ * or the flow wrote is never counted as this gate's.
+ */
+function reasonOf(msg: NodeMessage | null | undefined): unknown {
+  const admission = (msg as { admission?: Partial<Admission> } | null | undefined)?.admission;
+  const trail = Array.isArray(admission?.trail) ? admission.trail : undefined;
+  const last = trail?.[trail.length - 1];
+  return last ? last.reason : admission?.reason;
+}
+
+/** A send function that counts each msg by the output it leaves (allowed, skipped, deferred) before it goes. */
+export function countingSend(send: SendFn, counts: GateCounts | undefined): SendFn {
+  if (!counts) return send;
+  return (out) => {
+    if (Array.isArray(out)) {
+      out.forEach((msg, i) => {
+        const output = GATE_OUTPUTS[i];
+        if (msg && output) counts.leftBy(output, reasonOf(msg));
+      });
+    } else if (out) {
+      counts.leftBy("allowed", reasonOf(out));
+    }
+    send(out);
+  };
+}
+
 /** Puts a msg in its recipient's line, once the gate has read whose it is. */
 export type LineUp = (recipient: { org: string; recipient: string }) => void;
 
@@ -20,16 +51,22 @@ export type LineUp = (recipient: { org: string; recipient: string }) => void;
  * which hands the msg to a Catch node; on close every subscription ends, and
  * the runtime waits for a release in progress to finish.
  * Msgs of one recipient leave in the order they came (lineUp), whatever
- * order the store answers them in.
+ * order the store answers them in. With `counts`, every msg is counted by the
+ * output it leaves and every msg sent to Catch by why (the metrics and the
+ * editor's sidebar); a gate removed from the flows takes its counts with it.
  */
-export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[]): void {
+export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[], metrics?: { counts: GateCounts; forget: () => void }): void {
   const order = new OutputOrder();
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
     const place = order.place();
-    const ordered: SendFn = (out) => place.emit(() => send(out));
+    const counted = countingSend(send, metrics?.counts);
+    const ordered: SendFn = (out) => place.emit(() => counted(out));
     const lineUp: LineUp = (r) => place.join(`${r.org}\u0000${r.recipient}`);
     const finish = (err?: Error): void => {
-      if (err) status.error(err.message.slice(0, 60));
+      if (err) {
+        status.error(err.message.slice(0, 60));
+        metrics?.counts.failed(err);
+      }
       done(err);
     };
     handle(msg as AdmittedMsg, ordered, lineUp).then(
@@ -37,7 +74,8 @@ export function serveGate(node: Node, status: GateStatus, handle: (msg: Admitted
       (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
     );
   });
-  node.on("close", (_removed: boolean, done: () => void) => {
+  node.on("close", (removed: boolean, done: () => void) => {
+    if (removed) metrics?.forget();
     Promise.allSettled(cleanups.map((cleanup) => cleanup?.())).then(() => {
       status.stop();
       done();
@@ -45,11 +83,22 @@ export function serveGate(node: Node, status: GateStatus, handle: (msg: Admitted
   });
 }
 
+/** A gate's counts in its cap-config's metrics, and how to drop them when the gate is removed. */
+export function gateMetrics(service: CapService | undefined, id: string, gate: string): { counts: GateCounts; forget: () => void } | undefined {
+  if (!service) return undefined;
+  return { counts: service.metrics.gate(id, gate), forget: () => service.metrics.forget(id) };
+}
+
 /** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many it holds. */
 export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): Cleanup[] {
+  const counts = service.metrics.gate(node.id, gate);
+  const send = countingSend((out) => node.send(out), counts);
   return [
-    service.deferrals.register(node.id, releaseHandler(gate, status, (output, msg) => node.send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
-    service.deferrals.onSize(node.id, (held) => status.holding(held)),
+    service.deferrals.register(node.id, releaseHandler(gate, status, (output, msg) => send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
+    service.deferrals.onSize(node.id, (held) => {
+      status.holding(held);
+      counts.holding(held);
+    }),
   ];
 }
 

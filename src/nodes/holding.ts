@@ -74,6 +74,7 @@ export async function holdOrExpire(
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
     msg: stored,
   }, collapseKey);
+  ctx.service.metrics.gate(ctx.node.id, ctx.gate).heldFor(refusal.reason);
   return true;
 }
 

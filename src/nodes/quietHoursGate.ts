@@ -6,7 +6,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
-import { releaseHeldMsgs, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -62,6 +62,7 @@ export default function register(RED: NodeAPI): void {
     // attributes and recipientLimits mean nothing to quiet hours: not read, so a malformed one cannot stop a send here
     const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits"].includes(f)));
     const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
+    const metrics = gateMetrics(config?.service, node.id, GATE);
 
     let settings: ReturnType<typeof settingsOf> | undefined;
     let problem: Error | undefined;
@@ -118,7 +119,7 @@ export default function register(RED: NodeAPI): void {
       send([null, msg, null]);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing]);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics);
   }
 
   RED.nodes.registerType(GATE, QuietHoursGate);

@@ -4,7 +4,7 @@ import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
-import { serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
@@ -35,6 +35,7 @@ export default function register(RED: NodeAPI): void {
     const duplicateWindow = windowSeconds(def.duplicateWindow);
     const reader = new SendReader(RED, node, def, SEND_FIELDS);
     const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
+    const metrics = gateMetrics(config?.service, node.id, GATE);
 
     const problem = !config
       ? new Error("config: no cap-config selected")
@@ -85,7 +86,7 @@ export default function register(RED: NodeAPI): void {
       return admit(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe]);
+    serveGate(node, status, handle, [unsubscribe], metrics);
   }
 
   RED.nodes.registerType(GATE, SuppressionGate);

@@ -58,6 +58,66 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal(looseOnly.counters[0]?.count, 2, "the refused send must not have taken a loose slot");
     });
 
+    it("never refuses for a shadow cap: a send it alone would refuse is admitted without a slot in it", async () => {
+      const shadow: CounterSpec = { ...spec("trial", 1, 30_000), shadow: true };
+      const enforced = spec("real", 10);
+      const outcomes: ClaimOutcome[] = [];
+      for (let i = 1; i <= 5; i++) outcomes.push(await claim(`m${i}`, [enforced, shadow]));
+      assert.deepEqual(outcomes.map((o) => o.allowed), [true, true, true, true, true]);
+      assert.deepEqual(outcomes.map((o) => o.counters[1]?.wouldRefuse), [false, true, true, true, true]);
+      assert.deepEqual(outcomes.map((o) => o.counters[1]?.count), [1, 1, 1, 1, 1], "the shadow counter holds what it would hold if enforced");
+      assert.deepEqual(outcomes.map((o) => o.counters[0]?.count), [1, 2, 3, 4, 5]);
+      assert.ok(outcomes.every((o) => o.counters.every((c) => !c.blocking)));
+      const wait = outcomes[4]?.counters[1]?.retryAfterMs ?? -1;
+      assert.ok(wait > 29_000 && wait <= 30_000, `would-refuse wait ${wait}`);
+      assert.equal(outcomes[4]?.counters[0]?.wouldRefuse, false);
+      // a retry of the one send it holds is no refusal
+      const retry = await claim("m1", [enforced, shadow], { token: 2 });
+      assert.deepEqual([retry.counters[1]?.alreadyHeld, retry.counters[1]?.wouldRefuse], [true, false]);
+      // the would-be refusals took nothing: giving back m2's attempt frees only its enforced slot
+      assert.equal(await release("m2", 1, ["real", "trial"]), 1);
+    });
+
+    it("claims no shadow slot when an enforced cap refuses (all or nothing)", async () => {
+      const strict = spec("strict", 1);
+      const shadow: CounterSpec = { ...spec("watch", 5), shadow: true };
+      assert.equal((await claim("m1", [strict, shadow])).allowed, true);
+      const refused = await claim("m2", [strict, shadow]);
+      assert.equal(refused.allowed, false);
+      assert.deepEqual(refused.counters.map((c) => [c.blocking, c.wouldRefuse]), [[true, false], [false, false]]);
+      const look = answered((await store.inspect([{ key: key(), counters: [shadow] }]))[0]);
+      assert.equal(look[0]?.count, 1, "the refused send took no shadow slot");
+      // a shadow cap that would also refuse is reported, never counted as blocking
+      const full: CounterSpec = { ...spec("watch-full", 1), shadow: true };
+      await claim("w1", [full]);
+      const both = await claim("m3", [strict, full]);
+      assert.equal(both.allowed, false);
+      assert.deepEqual(both.counters.map((c) => [c.blocking, c.wouldRefuse]), [[true, false], [false, true]]);
+    });
+
+    it("records into shadow caps like any other, and a shadow max of 0 would refuse for good", async () => {
+      const shadow: CounterSpec = { ...spec("rec-shadow", 2), shadow: true };
+      assert.deepEqual(await record("e1", [shadow]), [1]);
+      const zero = await claim("z", [{ ...spec("never", 0), shadow: true }]);
+      assert.equal(zero.allowed, true);
+      assert.deepEqual([zero.counters[0]?.wouldRefuse, zero.counters[0]?.retryAfterMs, zero.counters[0]?.count], [true, null, 0]);
+    });
+
+    it("judges a batch of 3,000 claims with a shadow cap in order: each recipient's sends past it admitted, none counted in it", async () => {
+      const shadow: CounterSpec = { ...spec("burst-shadow", 2), shadow: true };
+      const requests = Array.from({ length: 3000 }, (_, i) => ({
+        key: key(`s${i % 600}`), member: `b${i}`, token: 1, counters: [spec("burst-real", 4), shadow],
+      }));
+      const outcomes = (await store.claim(requests)).map(answered);
+      // five sends per recipient: 1-4 fit the enforced cap, the 5th is refused; the shadow cap would refuse the 3rd and 4th
+      outcomes.forEach((o, i) => {
+        const nth = Math.floor(i / 600);
+        assert.equal(o.allowed, nth < 4, `send ${i}`);
+        assert.equal(o.counters[1]?.wouldRefuse, nth === 2 || nth === 3 || nth === 4, `send ${i} shadow`);
+        assert.equal(o.counters[1]?.count, Math.min(nth, 2) + (nth < 2 ? 1 : 0), `send ${i} shadow count`);
+      });
+    });
+
     it("is idempotent on the member: a retry never takes a second slot, even at the limit", async () => {
       const cap = spec("idem", 1);
       const first = await claim("same", [cap]);

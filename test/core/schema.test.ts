@@ -28,6 +28,14 @@ describe("core/schema: validateRules", () => {
     assert.equal(global?.channel, "*");
     assert.equal(global?.enabled, true);
     assert.deepEqual(global?.applies_to_categories, []);
+    assert.equal(global?.enforcement, "enforce", "a cap is enforced unless it says shadow");
+  });
+
+  it("takes enforcement shadow, and refuses any other value naming the field", () => {
+    assert.equal(validateRules([{ id: "s", scope: "global", max_count: 1, window_seconds: 60, enforcement: "shadow" }])[0]?.enforcement, "shadow");
+    assert.equal(validateRules([{ id: "e", scope: "global", max_count: 1, window_seconds: 60, enforcement: "enforce" }])[0]?.enforcement, "enforce");
+    const problems = problemsOf([{ id: "s", scope: "global", max_count: 1, window_seconds: 60, enforcement: "dry-run" }]);
+    assert.deepEqual(problems, ['rule 1 ("s") enforcement: must be one of enforce, shadow']);
   });
 
   it("refuses a global rule that names a channel", () => {

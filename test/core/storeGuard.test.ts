@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import { StoreGuard } from "../../src/core/storeGuard";
+import { CircuitBreaker, StoreGuard } from "../../src/core/storeGuard";
 import { sleep } from "../support/redis";
 
 async function failureKind(work: Promise<unknown>): Promise<string> {
@@ -41,5 +41,30 @@ describe("core/StoreGuard: timeout and circuit breaker", () => {
     await sleep(120);
     assert.equal(await failureKind(guard.run(() => Promise.reject(new Error("still down")))), "error");
     assert.equal(await failureKind(guard.run(async () => "too soon")), "circuit_open");
+  });
+
+  it("says its state (closed, open, half_open) and counts each opening, a failed probe included", async () => {
+    const breaker = new CircuitBreaker({ failureThreshold: 2, coolDownMs: 100 });
+    const fault = new StoreUnavailableError("timeout", "slow");
+    assert.equal(breaker.state(), "closed");
+    breaker.settle(breaker.admit(), fault);
+    assert.deepEqual([breaker.state(), breaker.opens], ["closed", 0]);
+    breaker.settle(breaker.admit(), fault);
+    assert.deepEqual([breaker.state(), breaker.opens], ["open", 1]);
+    // a call admitted before it opened fails late: the cool-down grows, it is not another opening
+    breaker.settle(false, fault);
+    assert.equal(breaker.opens, 1);
+    await sleep(120);
+    assert.equal(breaker.state(), "half_open");
+    const probe = breaker.admit();
+    assert.equal(breaker.state(), "half_open");
+    breaker.settle(probe, fault);
+    assert.deepEqual([breaker.state(), breaker.opens], ["open", 2]);
+    await sleep(120);
+    breaker.settle(breaker.admit());
+    assert.deepEqual([breaker.state(), breaker.opens], ["closed", 2]);
+    // a msg's own bad input is no store fault
+    for (let i = 0; i < 5; i++) breaker.settle(breaker.admit(), new TypeError("bad argument"));
+    assert.equal(breaker.state(), "closed");
   });
 });

@@ -19,6 +19,8 @@ const HAND_WRITTEN: Rule[] = [
     per: ["campaign_id", "ad_id"], match: { campaign_id: ["camp_1", "camp_2"], ad_id: ["a;9"] }, disposition: "collapse",
     created_at: "2026-11-30T00:00:00Z", updated_at: "2026-11-30T00:00:00Z" },
   { id: "odd", scope: "channel", channel: "sms", max_count: 2, window_seconds: 60, applies_to_categories: ["a,b", " padded "], enabled: false },
+  { enforcement: "enforce", id: "on", scope: "global", max_count: 5, window_seconds: 60 },
+  { id: "trial", scope: "global", max_count: 1, window_seconds: 3600, enforcement: "shadow" },
 ];
 
 describe("editor/model: a rules table row", () => {
@@ -29,6 +31,16 @@ describe("editor/model: a rules table row", () => {
       assert.equal(JSON.stringify(saved), JSON.stringify(rule));
       assert.deepEqual(problems, {});
     }
+  });
+
+  it("edits enforcement: shadow is written, enforce again drops a key the rule never had", () => {
+    const rule: Rule = { id: "new-cap", scope: "global", max_count: 1, window_seconds: 60 };
+    assert.equal(displayOf(rule).enforcement, "enforce");
+    const shadow = edited(rule, { enforcement: "shadow" });
+    assert.deepEqual(shadow, { ...rule, enforcement: "shadow" });
+    assert.deepEqual(edited(shadow, { enforcement: "enforce" }), { ...rule, enforcement: "enforce" }, "a loaded key is kept, set to enforce");
+    const fresh = buildRule({ ...newRowValues("sms"), id: "x", max: "2", enforcement: "enforce" }).rule;
+    assert.equal("enforcement" in fresh, false, "a new row left at enforce says nothing");
   });
 
   it("goes table → JSON → table → JSON without a change", () => {

@@ -18,6 +18,7 @@ const ruleBody = fc.record({
   match: fc.oneof(fc.dictionary(hostileString, fc.array(hostileString, { maxLength: 2 }), { maxKeys: 2 }), hostileValue),
   applies_to_categories: fc.oneof(fc.array(hostileString, { maxLength: 2 }), hostileValue),
   window_type: fc.oneof(fc.constantFrom("rolling", "calendar_day"), hostileValue),
+  enforcement: fc.oneof(fc.constantFrom("enforce", "shadow"), hostileValue),
 }, { requiredKeys: [] });
 
 const anyBody = fc.oneof(ruleBody, fc.jsonValue(), fc.array(ruleBody, { maxLength: 3 }), fc.string());
@@ -97,5 +98,15 @@ describe("hostile input to every admin route (fast-check): never a 500", functio
       const usage = await helper.request().get("/frequency-cap/cfg0/usage").query({ recipient: query, channel: text, org: text, attributes: query });
       assertHonest(usage, [200, 400], "GET usage");
     }), { numRuns: 150 });
+  });
+
+  it("GET metrics: its own cap-config's text whatever the query, a 404 for any other id", async () => {
+    await fc.assert(fc.asyncProperty(hostileString, hostileString, async (id, query) => {
+      const own = await helper.request().get("/frequency-cap/cfg0/metrics").query({ org: query, name: query });
+      assertHonest(own, [200], "GET metrics");
+      assert.match(own.text, /^# HELP sendgate_/m);
+      const other = await helper.request().get(`/frequency-cap/${segment(id)}/metrics`);
+      assertHonest(other, id === "cfg0" ? [200] : [404], `GET metrics of ${JSON.stringify(id).slice(0, 100)}`);
+    }), { numRuns: 100 });
   });
 });

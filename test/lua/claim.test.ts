@@ -3,7 +3,7 @@ import type Redis from "ioredis";
 import { luaScript } from "../../src/core/stores/luaScripts";
 import { dropPrefix, redisClient, uniquePrefix } from "../support/redis";
 
-type Cap = [field: string, windowMs: number, max: number, start?: number, reset?: number];
+type Cap = [field: string, windowMs: number, max: number, start?: number, reset?: number, shadow?: 1];
 
 const WRAP = 2 ** 40;
 
@@ -26,7 +26,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   const tail = (digest: number, token: number) => digest * 65536 + token;
   /** the limits table (one limit per cap here), then the send */
   const claimArgs = (digest: number, token: number, caps: Cap[]) => [
-    caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0]),
+    caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0, c[5] ?? 0]),
     tail(digest, token), caps.length, ...caps.flatMap((c, i) => [c[0], i + 1]),
   ];
   const claim = (digest: number, caps: Cap[], token = 1, recipient = "r") =>
@@ -93,9 +93,42 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     assert.equal((await claim(2, [["cal", 86_400_000, 1, now + 1_000, now + 86_401_000]]))[1], 1, "a period that began later does not count it");
   });
 
+  it("admits a send only a shadow cap would refuse, without a slot in that cap, and reports it (-2 at max 0)", async () => {
+    assert.deepEqual((await claim(1, [["enf", 60_000, 5], ["shd", 60_000, 1, 0, 0, 1]])).slice(1), [1, 1, 0, -1, 1, 0, -1]);
+    const reply = await claim(2, [["enf", 60_000, 5], ["shd", 60_000, 1, 0, 0, 1], ["zero", 60_000, 0, 0, 0, 1]]);
+    assert.equal(reply[1], 1, "admitted");
+    assert.deepEqual(reply.slice(2, 5), [2, 0, -1], "the enforced cap took the slot");
+    assert.equal(reply[5], 1, "the shadow cap's count stays");
+    const wait = Number(reply[7]);
+    assert.ok(wait > 59_000 && wait <= 60_000, `would-refuse wait ${wait}`);
+    assert.deepEqual(reply.slice(8), [0, 0, -2], "a shadow max 0 would refuse for good");
+    assert.deepEqual(entries(await redis.hgetBuffer(key(), "shd")).map((e) => e.digest), [1], "no entry for the send it would have refused");
+    assert.equal(await redis.hexists(key(), "zero"), 0);
+    assert.equal(entries(await redis.hgetBuffer(key(), "enf")).length, 2);
+  });
+
+  it("claims no shadow slot either when an enforced cap refuses", async () => {
+    await claim(1, [["strict", 60_000, 1]]);
+    const before = await redis.hgetallBuffer(key());
+    const reply = await claim(2, [["strict", 60_000, 1], ["watch", 60_000, 9, 0, 0, 1]]);
+    assert.equal(reply[1], 0);
+    assert.deepEqual(reply.slice(5), [0, 0, -1]);
+    assert.deepEqual(await redis.hgetallBuffer(key()), before, "nothing written");
+  });
+
+  it("admits a send whose every cap is a full shadow cap, writing nothing", async () => {
+    await claim(1, [["only", 60_000, 1, 0, 0, 1]]);
+    const before = await redis.hgetallBuffer(key());
+    const reply = await claim(2, [["only", 60_000, 1, 0, 0, 1]]);
+    assert.equal(reply[1], 1);
+    assert.equal(reply[2], 1);
+    assert.ok(Number(reply[4]) > 0);
+    assert.deepEqual(await redis.hgetallBuffer(key()), before);
+  });
+
   it("judges the claims of one call in order, each seeing those before it", async () => {
     // one limit shared by three sends
-    const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0,
+    const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
       tail(1, 1), 1, "one", 1, tail(2, 1), 1, "one", 1, tail(3, 1), 1, "one", 1)) as number[];
     // per claim: allowed, count, held, retry
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
@@ -122,7 +155,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   });
 
   it("record.lua adds without checking, once per digest in the window", async () => {
-    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, tail(digest, 0), 1, "rec", 1) as Promise<number[]>;
+    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, 0, tail(digest, 0), 1, "rec", 1) as Promise<number[]>;
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(2)).slice(1), [2]);
@@ -133,7 +166,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     await claim(1, [["u", 60_000, 1]]);
     const before = await redis.hgetallBuffer(key());
     const reply = (await redis.eval(luaScript("inspect"), 2, key(), key("other"),
-      2, 60_000, 1, 0, 0, 60_000, 3, 0, 0,
+      2, 60_000, 1, 0, 0, 0, 60_000, 3, 0, 0, 0,
       2, "u", 1, "none", 2,
       1, "u", 1)) as number[];
     assert.equal(reply[1], 1);

@@ -150,6 +150,12 @@ export class Deferrals {
     return results;
   }
 
+  /** How many msgs each gate's queue holds, asked now (the last count known for a queue that does not answer). */
+  async heldSizes(): Promise<Map<string, number>> {
+    await Promise.all([...this.queues.keys()].map((gate) => this.refreshSize(gate)));
+    return new Map([...this.queues.keys()].map((gate) => [gate, this.sizeOf(gate).held]));
+  }
+
   /** How many msgs a gate's queue holds (told now, and whenever it changes). */
   onSize(gate: string, listener: (held: number) => void): () => void {
     const size = this.sizeOf(gate);

@@ -5,7 +5,7 @@ import type { RulesTable } from "./tableName";
 /** Every column the repository reads or writes. */
 export const RULE_COLUMNS = [
   "id", "org", "name", "enabled", "scope", "channel", "max_count", "window_seconds", "window_type",
-  "applies_to_categories", "per", "match", "disposition", "created_at", "updated_at",
+  "applies_to_categories", "per", "match", "disposition", "enforcement", "created_at", "updated_at",
 ] as const;
 
 /** The table part of the migration, in order; each statement is idempotent and none drops or rewrites data. */
@@ -25,6 +25,7 @@ export function migrationStatements(t: RulesTable): string[] {
       per text[] NOT NULL DEFAULT '{}',
       match jsonb NOT NULL DEFAULT '{}',
       disposition text NOT NULL DEFAULT 'skip',
+      enforcement text NOT NULL DEFAULT 'enforce',
       created_at timestamptz NOT NULL DEFAULT now(),
       updated_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (org, id)
@@ -32,6 +33,8 @@ export function migrationStatements(t: RulesTable): string[] {
     // a table created by hand with the §4 columns only gains the timestamps (no rewrite: now() is a fast default)
     `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS created_at timestamptz NOT NULL DEFAULT now()`,
     `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now()`,
+    // 0.2: shadow caps (SPEC §4); a constant default, so existing rows read as enforced without a rewrite
+    `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS enforcement text NOT NULL DEFAULT 'enforce'`,
   ];
 }
 
@@ -59,7 +62,7 @@ async function missingColumns(client: PoolClient, t: RulesTable): Promise<string
 /**
  * Creates the rules table and its (org, channel) index when they are missing,
  * under an advisory lock held for the transaction. Safe to run on every start.
- * Throws when an existing table lacks a column the rules need (it is not altered beyond the timestamps).
+ * Throws when an existing table lacks a column the rules need (it is not altered beyond the timestamps and enforcement).
  */
 export async function migrateRulesTable(pool: Pool, t: RulesTable): Promise<void> {
   const client = await pool.connect();

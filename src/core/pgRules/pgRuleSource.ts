@@ -4,7 +4,7 @@ import type { InvalidationBus, RuleChange } from "./invalidationBus";
 import { migrateRulesTable } from "./migration";
 import { createRulesPool } from "./pgPool";
 import { PgRuleRepository, type RemovedRule, type RuleListing } from "./pgRuleRepository";
-import { RuleCache, type RulesState } from "./ruleCache";
+import { RuleCache, type RuleCacheStats, type RulesState } from "./ruleCache";
 import type { StoredRule } from "./ruleRow";
 import { rulesTable, type RulesTable } from "./tableName";
 
@@ -25,6 +25,8 @@ export interface PgRuleSourceOptions {
   /** how long a write waits for the bus before giving up on telling the others (1 s; they catch up within the TTL) */
   publishTimeoutMs?: number;
   warn: (text: string) => void;
+  /** the cache's hits, misses and invalidations, for the metrics */
+  cacheStats?: RuleCacheStats;
 }
 
 export const DEFAULT_RULES_TABLE = "frequency_caps";
@@ -49,6 +51,7 @@ export class PgRuleSource {
       ...(options.ttlMs !== undefined ? { ttlMs: options.ttlMs } : {}),
       ...(options.retryMs !== undefined ? { retryMs: options.retryMs } : {}),
       ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}),
+      ...(options.cacheStats ? { stats: options.cacheStats } : {}),
     });
     this.unsubscribe = options.bus?.subscribe((event) => {
       if (event.kind === "resync") this.cache.invalidateAll();

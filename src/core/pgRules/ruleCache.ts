@@ -17,6 +17,19 @@ export interface RuleCacheOptions {
   /** told once when an outage starts and once when it ends */
   warn: (text: string) => void;
   now?: () => number;
+  /** counts hits, misses and invalidations (the metrics) */
+  stats?: RuleCacheStats;
+}
+
+/**
+ * How the cache serves: a hit answers from memory; a miss waits for a load
+ * (or serves stale rules while the database is down); an invalidation forgets
+ * one channel's list, every channel of an org (a global rule changed) or all.
+ */
+export class RuleCacheStats {
+  hits = 0;
+  misses = 0;
+  readonly invalidations = { channel: 0, org: 0, all: 0 };
 }
 
 /** The cache entry of one (org, channel). */
@@ -73,7 +86,12 @@ export class RuleCache {
   get(org: string, channel: string): Promise<readonly CapRule[]> {
     const slot = this.slot(org, channel);
     const now = this.now();
-    if (this.isFresh(slot, now)) return Promise.resolve(slot.rules as readonly CapRule[]);
+    const stats = this.options.stats;
+    if (this.isFresh(slot, now)) {
+      if (stats) stats.hits++;
+      return Promise.resolve(slot.rules as readonly CapRule[]);
+    }
+    if (stats) stats.misses++;
     if (this.current === "stale") {
       const due = now - slot.attemptedAt >= this.retryMs;
       if (slot.rules) {
@@ -88,11 +106,16 @@ export class RuleCache {
   /** The fresh rules of (org, channel) if cached, without loading. */
   peek(org: string, channel: string): readonly CapRule[] | undefined {
     const slot = this.slots.get(keyOf(org, channel));
-    return slot && this.isFresh(slot, this.now()) ? slot.rules : undefined;
+    if (!slot || !this.isFresh(slot, this.now())) return undefined;
+    // a peek that finds nothing is followed by a get, which counts the miss
+    if (this.options.stats) this.options.stats.hits++;
+    return slot.rules;
   }
 
   /** Forgets (org, channel), or every channel of the org for `"*"` (a global rule changed); the next get reloads. */
   invalidate(org: string, channel: string): void {
+    const stats = this.options.stats;
+    if (stats) stats.invalidations[channel === "*" ? "org" : "channel"]++;
     if (channel === "*") {
       // a global write is rare: a scan is cheaper than an index kept on every send
       for (const slot of this.slots.values()) if (slot.org === org) this.expire(slot);
@@ -104,6 +127,7 @@ export class RuleCache {
 
   /** Forgets every key (e.g. after invalidation messages may have been missed). */
   invalidateAll(): void {
+    if (this.options.stats) this.options.stats.invalidations.all++;
     for (const slot of this.slots.values()) this.expire(slot);
   }
 

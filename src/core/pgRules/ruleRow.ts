@@ -16,6 +16,7 @@ export interface RuleRow {
   per: string[] | null;
   match: unknown;
   disposition: string | null;
+  enforcement: string | null;
   created_at: Date | null;
   updated_at: Date | null;
 }

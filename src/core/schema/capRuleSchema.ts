@@ -7,6 +7,7 @@
  */
 export const WINDOW_TYPES = ["rolling", "calendar_day", "calendar_week"] as const;
 export const DISPOSITIONS = ["skip", "defer", "collapse"] as const;
+export const ENFORCEMENTS = ["enforce", "shadow"] as const;
 export const MAX_WINDOW_SECONDS = 366 * 86400;
 
 /**
@@ -42,6 +43,7 @@ export const capRuleSchema = {
       additionalProperties: { type: "array", items: { type: "string", pattern: PLAIN_TEXT }, minItems: 1 },
     },
     disposition: { enum: [...DISPOSITIONS] },
+    enforcement: { enum: [...ENFORCEMENTS] },
     created_at: { type: "string" },
     updated_at: { type: "string" },
   },

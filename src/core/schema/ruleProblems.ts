@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
-import { capRuleSchema, DISPOSITIONS, WINDOW_TYPES } from "./capRuleSchema";
+import { capRuleSchema, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "./capRuleSchema";
 
 /**
  * What is wrong with a rule, as data: the field and a message code with its
@@ -42,6 +42,7 @@ const FIELD_PROBLEM: Record<string, Pick<RuleProblem, "code" | "params">> = {
   window_seconds: { code: "windowSeconds", params: { min: props.window_seconds.minimum, max: props.window_seconds.maximum } },
   window_type: { code: "oneOf", params: { allowed: WINDOW_TYPES.join(", ") } },
   disposition: { code: "oneOf", params: { allowed: DISPOSITIONS.join(", ") } },
+  enforcement: { code: "oneOf", params: { allowed: ENFORCEMENTS.join(", ") } },
   applies_to_categories: { code: "list", params: { max: props.applies_to_categories.items.maxLength } },
   per: { code: "list", params: { max: props.per.items.maxLength } },
   match: { code: "match", params: {} },

@@ -30,6 +30,16 @@ export interface SendQueueOptions {
   breaker: CircuitBreaker;
   /** the first refusal of an overload episode (it ends when the queue has drained) */
   onOverload?: (maxQueued: number) => void;
+  /** told of every store call sent: its lane, how many items, its round trip, and whether it failed as a whole */
+  onCall?: (call: StoreCall) => void;
+}
+
+/** One store call the queue sent (SPEC §9: its own round trip, never the wait in the queue). */
+export interface StoreCall {
+  lane: string;
+  items: number;
+  ms: number;
+  result: "ok" | "timeout" | "error";
 }
 
 /** batches never shrink below this: a store slow enough to need fewer is unwell, and the breaker decides */
@@ -164,10 +174,11 @@ export class SendQueue {
       for (const w of group) this.answer(w, asStoreFailure(err));
       return;
     }
+    const sentAt = performance.now();
     try {
-      const sentAt = performance.now();
       const results = await roundTrip(lane.run(group.map((w) => w.item)), lane.timeoutMs ?? this.options.timeoutMs);
-      this.paced(group.length, performance.now() - sentAt);
+      const ms = performance.now() - sentAt;
+      this.paced(group.length, ms);
       let fault: StoreUnavailableError | undefined;
       group.forEach((w, i) => {
         const result = results[i];
@@ -180,11 +191,25 @@ export class SendQueue {
           this.answer(w, undefined, result);
         }
       });
+      // on a cluster one slot's call can fail while the others answer
+      this.report(lane, group.length, ms, fault);
       this.options.breaker.settle(isProbe, fault);
     } catch (err) {
       const failure = asStoreFailure(err);
+      this.report(lane, group.length, performance.now() - sentAt, failure);
       this.options.breaker.settle(isProbe, failure);
       for (const w of group) this.answer(w, failure);
+    }
+  }
+
+  /** Tells the observer of a sent call; an observer's failure never stops the answers. */
+  private report(lane: Lane<unknown, unknown>, items: number, ms: number, failure: StoreUnavailableError | undefined): void {
+    if (!this.options.onCall) return;
+    const result = failure === undefined ? "ok" : failure.kind === "timeout" ? "timeout" : "error";
+    try {
+      this.options.onCall({ lane: lane.name, items, ms, result });
+    } catch {
+      // counting is not worth a lost answer
     }
   }
 

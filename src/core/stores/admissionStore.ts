@@ -14,6 +14,8 @@ export interface CounterSpec {
   /** calendar caps: the current period (in the msg's zone): entries since startMs count, and all free at resetAt */
   startMs?: number;
   resetAt?: number;
+  /** a shadow cap (SPEC §4 enforcement): judged with the others, never refuses, and a send it would refuse takes no slot in it */
+  shadow?: boolean;
 }
 
 export interface CounterOutcome {
@@ -21,9 +23,12 @@ export interface CounterOutcome {
   count: number;
   /** this messageId already held a slot in the counter */
   alreadyHeld: boolean;
-  /** ms until this counter has a free slot; null when it is not blocking or never frees (max 0) */
+  /** ms until this counter has a free slot; null when it is not full for this send, or never frees (max 0) */
   retryAfterMs: number | null;
+  /** an enforced cap that refuses this send */
   blocking: boolean;
+  /** a shadow cap that would have refused this send (and so holds no slot for it) */
+  wouldRefuse: boolean;
 }
 
 export interface ClaimOutcome {

@@ -163,17 +163,25 @@ export class MemoryStore implements AdmissionStore {
     const digest = memberDigest(request.member);
     const hash = this.liveCounters(request.key, now);
     const read = request.counters.map((spec) => readCounter(hash?.fields.get(spec.field), spec, now, digest));
-    const blocked = request.counters.some((spec, i) => {
+    const full = request.counters.map((spec, i) => {
       const r = read[i] as (typeof read)[number];
       return !r.held && r.times.length >= spec.max;
     });
+    // shadow caps never refuse (SPEC §4 enforcement)
+    const blocked = request.counters.some((spec, i) => full[i] && spec.shadow !== true);
     const counters: CounterOutcome[] = request.counters.map((spec, i) => {
       const r = read[i] as (typeof read)[number];
-      const blocking = blocked && !r.held && r.times.length >= spec.max;
-      return { count: r.times.length, alreadyHeld: r.held, retryAfterMs: blocking ? freeInMs(spec, r.times, now) : null, blocking };
+      const isFull = full[i] === true;
+      const shadow = spec.shadow === true;
+      return {
+        count: r.times.length, alreadyHeld: r.held, retryAfterMs: isFull ? freeInMs(spec, r.times, now) : null,
+        blocking: isFull && !shadow, wouldRefuse: isFull && shadow,
+      };
     });
     if (!blocked) {
       request.counters.forEach((spec, i) => {
+        // a shadow cap that would refuse is not claimed: it counts what really went out
+        if (full[i]) return;
         const r = read[i] as (typeof read)[number];
         if (!r.held) r.kept.push([now, digest, request.token]);
         (counters[i] as CounterOutcome).count = r.held ? r.times.length : r.times.length + 1;

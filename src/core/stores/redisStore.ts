@@ -63,9 +63,10 @@ function createClient(options: RedisStoreOptions): RedisClient {
 }
 
 /**
- * The limits (window, max, period) the counters of one script call share,
- * each sent once: a batch of a thousand claims on the same three caps sends
- * three limits, and each counter names its limit by index (lib/counter_entries.lua readLimits).
+ * The limits (window, max, period, shadow) the counters of one script call
+ * share, each sent once: a batch of a thousand claims on the same three caps
+ * sends three limits, and each counter names its limit by index
+ * (lib/counter_entries.lua readLimits).
  */
 class LimitTable {
   private readonly indexes = new Map<string, number>();
@@ -74,11 +75,12 @@ class LimitTable {
   index(spec: CounterSpec): number {
     const start = spec.startMs ?? 0;
     const reset = spec.resetAt ?? 0;
-    const id = `${spec.windowMs}|${spec.max}|${start}|${reset}`;
+    const shadow = spec.shadow === true ? 1 : 0;
+    const id = `${spec.windowMs}|${spec.max}|${start}|${reset}|${shadow}`;
     let index = this.indexes.get(id);
     if (index === undefined) {
       this.indexes.set(id, (index = this.indexes.size + 1));
-      this.values.push(spec.windowMs, spec.max, start, reset);
+      this.values.push(spec.windowMs, spec.max, start, reset, shadow);
     }
     return index;
   }
@@ -122,12 +124,14 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
     let at = 1;
     return items.map((r) => {
       const allowed = Number(reply[at++]) === 1;
-      const counters: CounterOutcome[] = r.counters.map(() => {
+      const counters: CounterOutcome[] = r.counters.map((spec) => {
         const count = Number(reply[at]);
         const held = Number(reply[at + 1]) === 1;
         const retry = Number(reply[at + 2]);
         at += 3;
-        return { count, alreadyHeld: held, retryAfterMs: retry >= 0 ? retry : null, blocking: retry >= 0 || retry === NEVER_FREES };
+        const full = retry >= 0 || retry === NEVER_FREES;
+        const shadow = spec.shadow === true;
+        return { count, alreadyHeld: held, retryAfterMs: retry >= 0 ? retry : null, blocking: full && !shadow, wouldRefuse: full && shadow };
       });
       return { allowed, nowMs, counters };
     });

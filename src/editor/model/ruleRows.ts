@@ -22,6 +22,7 @@ export interface RowValues {
   per: string;
   match: string;
   disposition: string;
+  enforcement: string;
 }
 
 export type Rule = Record<string, unknown>;
@@ -163,6 +164,7 @@ export function displayOf(rule: Rule): RowValues {
     per: listTextOf(rule.per),
     match: matchTextOf(rule.match),
     disposition: rule.disposition === undefined ? "skip" : textOf(rule.disposition),
+    enforcement: rule.enforcement === undefined ? "enforce" : textOf(rule.enforcement),
   };
 }
 
@@ -216,6 +218,7 @@ export function buildRule(now: RowValues, original: Rule = {}, initial: RowValue
     put("match", match.value);
   }
   if (!same("disposition")) put("disposition", now.disposition === "skip" && !has(original, "disposition") ? undefined : now.disposition);
+  if (!same("enforcement")) put("enforcement", now.enforcement === "enforce" && !has(original, "enforcement") ? undefined : now.enforcement);
   return { rule, problems };
 }
 

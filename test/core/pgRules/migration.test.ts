@@ -49,9 +49,11 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
     await migrateRulesTable(pool, t);
     const cols = await columns(pool, schema, "frequency_caps");
     assert.deepEqual([...cols.keys()].sort(), [
-      "applies_to_categories", "channel", "created_at", "disposition", "enabled", "id", "match", "max_count", "name",
+      "applies_to_categories", "channel", "created_at", "disposition", "enabled", "enforcement", "id", "match", "max_count", "name",
       "org", "per", "scope", "updated_at", "window_seconds", "window_type",
     ]);
+    assert.match(String(cols.get("enforcement")?.dflt), /enforce/);
+    assert.equal(cols.get("enforcement")?.nullable, "NO");
     assert.equal(cols.get("applies_to_categories")?.type, "ARRAY");
     assert.equal(cols.get("match")?.type, "jsonb");
     assert.equal(cols.get("created_at")?.type, "timestamp with time zone");
@@ -85,7 +87,7 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
       for (let round = 0; round < 3; round++) {
         const t = rulesTable(`${schema}.together_${round}`);
         await Promise.all(pools.map((p) => migrateRulesTable(p, t)));
-        assert.equal((await columns(pool, schema, `together_${round}`)).size, 15);
+        assert.equal((await columns(pool, schema, `together_${round}`)).size, 16);
       }
     } finally {
       await Promise.all(pools.map((p) => p.end()));
@@ -101,6 +103,20 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
     const { rows } = await pool.query<{ id: string; created_at: Date }>(`SELECT id, created_at FROM "${schema}".legacy`);
     assert.equal(rows[0]?.id, "old");
     assert.ok(rows[0]?.created_at instanceof Date);
+  });
+
+  it("gives a rules table of version 0.1 the enforcement column, its rows enforced as before", async () => {
+    const t = rulesTable(`${schema}.v01`);
+    await pool.query(`CREATE TABLE ${t.sql} (id text NOT NULL, org text NOT NULL, name text, enabled boolean NOT NULL DEFAULT true,
+      scope text NOT NULL, channel text NOT NULL, max_count integer NOT NULL, window_seconds integer NOT NULL,
+      window_type text NOT NULL DEFAULT 'rolling', applies_to_categories text[] NOT NULL DEFAULT '{}', per text[] NOT NULL DEFAULT '{}',
+      match jsonb NOT NULL DEFAULT '{}', disposition text NOT NULL DEFAULT 'skip', created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (org, id))`);
+    await pool.query(`INSERT INTO ${t.sql} (id, org, scope, channel, max_count, window_seconds) VALUES ('old', 'acme', 'channel', 'sms', 2, 60)`);
+    await migrateRulesTable(pool, t);
+    await migrateRulesTable(pool, t);
+    const { rows } = await pool.query<{ id: string; enforcement: string }>(`SELECT id, enforcement FROM ${t.sql}`);
+    assert.deepEqual(rows, [{ id: "old", enforcement: "enforce" }]);
   });
 
   it("refuses a table that lacks a column the rules need, and leaves it as it was", async () => {

@@ -55,6 +55,20 @@ describe("core/pgRules: PgRuleRepository (real PostgreSQL)", () => {
     assert.deepEqual(warnings, []);
   });
 
+  it("stores enforcement: shadow round-trips, a write without it is enforced, a bad value is refused", async () => {
+    const shadow = await repo.create("acme", { id: "trial", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60, enforcement: "shadow" });
+    assert.equal(shadow.enforcement, "shadow");
+    assert.equal((await repo.rulesFor("acme", "sms"))[0]?.enforcement, "shadow");
+    const updated = await repo.update("acme", "trial", { scope: "channel", channel: "sms", max_count: 1, window_seconds: 60 });
+    assert.equal(updated?.rule.enforcement, "enforce", "a PUT replaces the rule: no enforcement is the default");
+    await assert.rejects(repo.create("acme", { id: "bad", scope: "global", max_count: 1, window_seconds: 60, enforcement: "maybe" }),
+      (err) => err instanceof RuleValidationError && err.problems.some((p) => /^enforcement: must be one of/.test(p)));
+    // a row written by SQL with an unknown value is skipped with a warning, never enforced half-way
+    await pool.query(`INSERT INTO ${table.sql} (id, org, scope, channel, max_count, window_seconds, enforcement) VALUES ('sql', 'acme', 'global', '*', 1, 60, 'soft')`);
+    assert.deepEqual((await repo.rulesFor("acme", "sms")).map((r) => r.id), ["trial"]);
+    assert.match(warnings.join("\n"), /"sql".*enforcement/);
+  });
+
   it("reads a send's rules: the channel's enabled ones and the org's global ones, nobody else's", async () => {
     await repo.create("acme", { id: "sms-1", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60 });
     await repo.create("acme", { id: "sms-off", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60, enabled: false });

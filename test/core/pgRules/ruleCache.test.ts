@@ -3,7 +3,7 @@ import type { Pool } from "pg";
 import { RulesUnavailableError } from "../../../src/core/pgRules/errors";
 import { createRulesPool } from "../../../src/core/pgRules/pgPool";
 import { PgRuleRepository } from "../../../src/core/pgRules/pgRuleRepository";
-import { RuleCache } from "../../../src/core/pgRules/ruleCache";
+import { RuleCache, RuleCacheStats } from "../../../src/core/pgRules/ruleCache";
 import type { RulesTable } from "../../../src/core/pgRules/tableName";
 import { closeMigratedSchema, openMigratedSchema } from "../../support/postgres";
 import { sleep } from "../../support/redis";
@@ -46,6 +46,24 @@ describe("core/pgRules: RuleCache over a real PostgreSQL", () => {
     assert.deepEqual(ids(c.peek("acme", "sms") ?? []), ["all-9", "sms-3"]);
     assert.equal(repo.loadCount, 1);
     assert.equal(c.state(), "ok");
+  });
+
+  it("counts hits, misses and invalidations for the metrics: a miss per load waited for, a hit per answer from memory", async () => {
+    const stats = new RuleCacheStats();
+    const c = new RuleCache({ load: (org, channel) => repo.rulesFor(org, channel), warn: (t) => warnings.push(t), stats });
+    assert.equal(c.peek("acme", "sms"), undefined);
+    await Promise.all([c.get("acme", "sms"), c.get("acme", "sms")]);
+    for (let i = 0; i < 10; i++) await c.get("acme", "sms");
+    assert.ok(c.peek("acme", "sms"));
+    assert.deepEqual([stats.hits, stats.misses], [11, 2], "two gets raced the first load; ten gets and a peek found it");
+    c.invalidate("acme", "sms");
+    c.invalidate("acme", "*");
+    c.invalidate("acme", "*");
+    c.invalidateAll();
+    assert.deepEqual(stats.invalidations, { channel: 1, org: 2, all: 1 });
+    await c.get("acme", "sms");
+    assert.equal(stats.misses, 3);
+    assert.equal(repo.loadCount, 2);
   });
 
   it("makes one query for 50 concurrent misses of one key", async () => {

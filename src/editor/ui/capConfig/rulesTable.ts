@@ -1,4 +1,4 @@
-import { DISPOSITIONS, WINDOW_TYPES } from "../../../core/schema/capRuleSchema";
+import { DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../../../core/schema/capRuleSchema";
 import { has } from "../../model/lists";
 import { checkTable, type RowReport } from "../../model/ruleChecks";
 import { CALENDAR_SPAN, displayOf, newRowValues, secondsOf, WINDOW_UNITS, type Rule, type RowValues } from "../../model/ruleRows";
@@ -9,7 +9,7 @@ interface RowUi {
   number: JQuery; enabled: JQuery; id: JQuery; name: JQuery;
   scope: JQuery; channel: JQuery; allChannels: JQuery; categories: JQuery;
   max: JQuery; windowType: JQuery; windowCell: JQuery; windowNumber: JQuery; windowUnit: JQuery;
-  calendarNote: JQuery; calendarCell: JQuery; disposition: JQuery;
+  calendarNote: JQuery; calendarCell: JQuery; disposition: JQuery; enforcement: JQuery;
   advancedButton: JQuery; advanced: JQuery; advancedOpen: boolean;
   org: JQuery; per: JQuery; match: JQuery; problems: JQuery;
 }
@@ -27,7 +27,7 @@ const FIELD_INPUTS: Record<string, (keyof RowUi)[]> = {
   id: ["id"], org: ["org"], name: ["name"], enabled: ["enabled"], scope: ["scope"],
   channel: ["channel"], max_count: ["max"], window_seconds: ["windowNumber", "windowUnit"],
   window_type: ["windowType"], applies_to_categories: ["categories"], per: ["per"], match: ["match"],
-  disposition: ["disposition"],
+  disposition: ["disposition"], enforcement: ["enforcement"],
 };
 const ADVANCED_FIELDS = ["org", "per", "match"];
 
@@ -69,6 +69,7 @@ function readRow(ui: RowUi): RowValues {
     per: String(ui.per.val() ?? ""),
     match: String(ui.match.val() ?? ""),
     disposition: valueOf(ui.disposition),
+    enforcement: valueOf(ui.enforcement),
   };
 }
 
@@ -85,6 +86,7 @@ const scopeOptions = (): Option[] => [
 const unitOptions = (): Option[] => WINDOW_UNITS.map((u) => ({ value: u.value, label: t(`cap-config.units.${u.value}`) }));
 const windowTypeOptions = (): Option[] => WINDOW_TYPES.map((w) => ({ value: w, label: t(`cap-config.windowTypes.${w}`), title: t(`cap-config.windowTypes.${w}Title`) }));
 const dispositionOptions = (): Option[] => DISPOSITIONS.map((d) => ({ value: d, label: t(`cap-config.dispositions.${d}`), title: t(`cap-config.dispositions.${d}Title`) }));
+const enforcementOptions = (): Option[] => ENFORCEMENTS.map((e) => ({ value: e, label: t(`cap-config.enforcements.${e}`), title: t(`cap-config.enforcements.${e}Title`) }));
 
 /**
  * The caps as a table, checked as the author types with the schema's own
@@ -258,6 +260,7 @@ export class RulesTable {
     const windowUnit = $('<select class="node-config-cap-rule-unit"></select>').appendTo(windowBox);
     const calendarNote = cell(line3, t("cap-config.row.period"), $('<span class="node-config-cap-calendar-note"></span>'));
     const disposition = cell(line3, t("cap-config.row.disposition"), $('<select class="node-config-cap-rule-disposition"></select>'));
+    const enforcement = cell(line3, t("cap-config.row.enforcement"), $('<select class="node-config-cap-rule-enforcement"></select>'));
     const advancedButton = $('<button type="button" class="red-ui-button red-ui-button-small node-config-cap-advanced-button"><i class="fa fa-caret-right"></i> <span></span></button>').appendTo(line3);
     advancedButton.find("span").text(t("cap-config.row.advanced"));
 
@@ -270,7 +273,7 @@ export class RulesTable {
 
     const ui: RowUi = {
       number, enabled, id, name, scope, channel, allChannels, categories, max, windowType,
-      windowCell: windowBox.parent(), windowNumber, windowUnit, calendarNote, calendarCell: calendarNote.parent(), disposition,
+      windowCell: windowBox.parent(), windowNumber, windowUnit, calendarNote, calendarCell: calendarNote.parent(), disposition, enforcement,
       advancedButton, advanced, advancedOpen: false, org, per, match, problems,
     };
     data.ui = ui;
@@ -286,6 +289,7 @@ export class RulesTable {
     fillSelect(windowUnit, unitOptions(), shown.windowUnit);
     fillSelect(windowType, windowTypeOptions(), shown.windowType);
     fillSelect(disposition, dispositionOptions(), shown.disposition);
+    fillSelect(enforcement, enforcementOptions(), shown.enforcement);
     org.val(shown.org);
     per.val(shown.per);
     match.val(shown.match);

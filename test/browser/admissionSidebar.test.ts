@@ -1,0 +1,192 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../support/chromium";
+import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
+
+/* eslint-disable @typescript-eslint/no-require-imports */
+const bcrypt = require(require.resolve("bcryptjs", { paths: [dirname(require.resolve("@node-red/editor-api/package.json"))] })) as {
+  hashSync(text: string, rounds: number): string;
+};
+
+/** The editor's globals, as the page.evaluate callbacks below see them. */
+declare const RED: {
+  sidebar: { show(id: string): void; containsTab(id: string): boolean };
+  editor: { editConfig(name: string, type: string, id: string): void };
+  nodes: { node(id: string): { rules?: { id: string; enforcement?: string }[]; valid?: boolean } | null };
+  plugins: { getPlugin(id: string): { onremove?: () => void; onadd?: () => void } | undefined };
+};
+
+const RULES = [
+  { id: "two-an-hour", name: "Two an hour", scope: "channel", channel: "sms", max_count: 2, window_seconds: 3600 },
+  { id: "one-trial", scope: "global", max_count: 1, window_seconds: 3600, enforcement: "shadow" },
+];
+const inject = (id: string, y: number, recipient: string) => ({
+  id, type: "inject", z: "tab1", name: `send to ${recipient}`, x: 130, y,
+  props: [{ p: "payload", v: "hello", vt: "str" }, { p: "recipient", v: recipient, vt: "str" }, { p: "channel", v: "sms", vt: "str" }],
+  repeat: "", once: false, topic: "", wires: [["sup"]],
+});
+const FLOW = [
+  { id: "tab1", type: "tab", label: "Sends" },
+  { id: "caps", type: "cap-config", name: "demo caps", store: "memory", rules: RULES },
+  inject("send-alice", 80, "alice"),
+  inject("send-bob", 140, "bob"),
+  { id: "sup", type: "suppression-gate", z: "tab1", name: "opt-outs", x: 330, y: 110, config: "caps", duplicateWindow: 0, wires: [["cap"], []] },
+  { id: "cap", type: "frequency-cap-gate", z: "tab1", name: "sms caps", x: 530, y: 110, config: "caps", wires: [[], [], []] },
+];
+
+/**
+ * The Admission sidebar in Chromium against a Node-RED this test starts with
+ * adminAuth: the tab is there, its counts move as msgs are injected, the
+ * inspector shows a recipient's usage of each cap, and a user without
+ * frequency-cap.read is told why the inspector cannot read.
+ */
+describe("the Admission sidebar in Chromium [browser]", function () {
+  this.timeout(180_000);
+  const dir = mkdtempSync(join(tmpdir(), "sendgate-sidebar-"));
+  const flowFile = join(dir, "flows.json");
+  writeFileSync(flowFile, JSON.stringify(FLOW));
+  const password = bcrypt.hashSync("secret", 8);
+  const red = new NodeRedProcess(flowFile, {
+    adminAuth: {
+      type: "credentials",
+      users: [
+        { username: "admin", password, permissions: "*" },
+        // enough to open the editor and watch, not to read caps
+        { username: "watcher", password, permissions: ["flows.read", "nodes.read", "settings.read", "plugins.read", "context.read", "library.read", "debug.read", "status.read"] },
+      ],
+    },
+  });
+  let browser: Browser;
+  let page: Page;
+  let pageErrors: string[] = [];
+
+  before(async () => {
+    await red.start();
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await red.stop();
+    red.cleanUp();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => { pageErrors = []; });
+  afterEach(async () => {
+    await page?.close();
+    assert.deepEqual(pageErrors, [], "errors thrown in the editor page");
+  });
+
+  /** Logs in through the editor's own login dialog and opens the Admission tab. */
+  async function openEditorAs(username: string): Promise<void> {
+    page = await browser.newPage({ viewport: { width: 1280, height: 820 } });
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(red.baseUrl);
+    await page.fill("#node-dialog-login-username", username);
+    await page.fill("#node-dialog-login-password", "secret");
+    await page.click("#node-dialog-login-submit");
+    await page.waitForSelector(".red-ui-palette-node[data-palette-type='frequency-cap-gate']", { timeout: 60_000 });
+    // Node-RED 4 and 5 draw the sidebar's tabs differently: ask the editor, not its DOM
+    await page.waitForFunction(() => RED.sidebar.containsTab("sendgate-admission"), undefined, { timeout: 10_000 });
+    await page.evaluate(() => RED.sidebar.show("sendgate-admission"));
+    await page.waitForSelector(".sendgate-admission", { state: "visible" });
+  }
+
+  /** Presses an inject node's button in the flow, each press once the sidebar counted the one before (a loaded box is slow). */
+  async function press(injectId: string, times: number): Promise<void> {
+    for (let i = 0; i < times; i++) {
+      const before = Math.max(0, await shown("sup", "allowed"));
+      await page.click(`[id='${injectId}'] .red-ui-flow-node-button`);
+      await until(`press ${i + 1} of ${injectId} counted`, async () => (await shown("sup", "allowed")) === before + 1);
+    }
+  }
+
+  /** The number a gate row of the sidebar shows for one stat. */
+  async function shown(gate: string, stat: string): Promise<number> {
+    const text = await page.locator(`.sendgate-admission-gate[data-gate='${gate}'] [data-stat='${stat}'] .sendgate-admission-value`).textContent({ timeout: 1000 }).catch(() => null);
+    return text === null ? -1 : Number(text);
+  }
+
+  async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+    const started = Date.now();
+    while (!(await check())) {
+      if (Date.now() - started > timeoutMs) {
+        const picture = join(tmpdir(), `sendgate-sidebar-failed-${Date.now()}.png`);
+        await page.screenshot({ path: picture }).catch(() => undefined);
+        assert.fail(`${what} did not happen within ${timeoutMs} ms (the page: ${picture}; Node-RED said: ${red.output.slice(-2000)})`);
+      }
+      await page.waitForTimeout(100);
+    }
+  }
+
+  it("shows each gate's counts moving as msgs are injected, the shadow cap's would-refuse, and a recipient's usage in the inspector", async () => {
+    await openEditorAs("admin");
+    assert.equal(await page.evaluate(() => RED.sidebar.containsTab("sendgate-admission")), true, "the Admission tab is in the sidebar");
+
+    await press("send-alice", 3);
+    await until("the cap gate shows 2 allowed, 1 skipped", async () => (await shown("cap", "allowed")) === 2 && (await shown("cap", "skipped")) === 1);
+    assert.equal(await shown("sup", "allowed"), 3);
+    await press("send-alice", 2);
+    await press("send-bob", 1);
+    await until("the counts move to 3 allowed, 3 skipped", async () => (await shown("cap", "allowed")) === 3 && (await shown("cap", "skipped")) === 3);
+    assert.equal(await shown("sup", "allowed"), 6);
+    const cap = page.locator(".sendgate-admission-gate[data-gate='cap']");
+    assert.match(await cap.locator(".sendgate-admission-reasons").innerText(), /frequency_capped 3/);
+    // alice's second send went out past the trial cap of 1 (her later ones were refused by the enforced cap)
+    assert.match(await cap.locator(".sendgate-admission-shadow[data-cap='one-trial']").innerText(), /would refuse 1/);
+    assert.ok(await cap.locator("svg.sendgate-admission-spark rect[data-kind='allowed']").count() >= 1, "the sparkline has bars");
+    assert.ok(await cap.locator("svg.sendgate-admission-spark rect[data-kind='skipped']").count() >= 1);
+    assert.match(await page.locator(".sendgate-admission-config-block[data-config='caps'] .sendgate-admission-config-head").innerText(), /demo caps.*memory ready.*held 0/);
+    // every text from the plugin's catalog: a missing key would show itself
+    assert.doesNotMatch(await page.locator(".sendgate-admission").innerText(), /admission-sidebar:|admission\.[a-zA-Z]/);
+
+    await page.selectOption(".sendgate-admission-config", "caps");
+    await page.fill(".sendgate-admission-recipient", "alice");
+    await page.fill(".sendgate-admission-channel", "sms");
+    await page.click(".sendgate-admission-inspect");
+    const enforced = page.locator(".sendgate-admission-cap[data-cap='two-an-hour']");
+    await enforced.waitFor({ timeout: 10_000 });
+    assert.match(await enforced.locator(".sendgate-admission-cap-text").innerText(), /^2 of 2 · remaining 0 · free in (59 min|1 h)/);
+    assert.equal(await enforced.locator(".sendgate-admission-bar-fill.sendgate-admission-bar-full").count(), 1);
+    const shadow = page.locator(".sendgate-admission-cap[data-cap='one-trial']");
+    assert.match(await shadow.locator(".sendgate-admission-cap-head").innerText(), /one-trial shadow/);
+    assert.match(await shadow.locator(".sendgate-admission-cap-text").innerText(), /^1 of 1 · remaining 0 · would refuse; free in/);
+
+    await page.locator(".red-ui-notification").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
+    const target = process.env.SENDGATE_SCREENSHOT === "docs" ? join(ROOT, "docs", "admission-sidebar.png") : join(dir, "admission-sidebar.png");
+    await page.screenshot({ path: target });
+    assert.ok(statSync(target).size > 10_000);
+
+    // removed from the palette, the plugin takes its tab with it
+    await page.evaluate(() => RED.plugins.getPlugin("sendgate-admission-sidebar")?.onremove?.());
+    assert.equal(await page.evaluate(() => RED.sidebar.containsTab("sendgate-admission")), false);
+    assert.equal(await page.locator(".sendgate-admission").count(), 0);
+  });
+
+  it("edits enforcement in the cap-config's rules table: a shadow rule shows as shadow, and a rule switched to shadow saves it", async () => {
+    await openEditorAs("admin");
+    assert.equal(await page.evaluate(() => RED.nodes.node("caps")?.valid), true, "a rule with enforcement is valid in the editor");
+    await page.evaluate(() => RED.editor.editConfig("", "cap-config", "caps"));
+    await page.click(".red-ui-tray a:has-text('Rules')");
+    const selects = page.locator(".node-config-cap-rule-enforcement");
+    await selects.first().waitFor({ state: "visible" });
+    assert.deepEqual(await selects.evaluateAll((els) => els.map((e) => (e as HTMLSelectElement).value)), ["enforce", "shadow"]);
+    await selects.first().selectOption("shadow");
+    await page.click(".red-ui-tray-toolbar button:has-text('Update'), .red-ui-tray-toolbar button:has-text('Done')");
+    await page.waitForFunction(() => RED.nodes.node("caps")?.rules?.[0]?.enforcement === "shadow");
+    const rules = await page.evaluate(() => RED.nodes.node("caps")?.rules);
+    assert.deepEqual(rules?.map((r) => [r.id, r.enforcement]), [["two-an-hour", "shadow"], ["one-trial", "shadow"]]);
+  });
+
+  it("tells a user without frequency-cap.read that the inspector may not read caps", async () => {
+    await openEditorAs("watcher");
+    await page.fill(".sendgate-admission-recipient", "alice");
+    await page.click(".sendgate-admission-inspect");
+    const refusal = page.locator(".sendgate-admission-refusal");
+    await refusal.waitFor({ timeout: 10_000 });
+    assert.match(await refusal.innerText(), /not allowed to read frequency caps: your user needs the frequency-cap\.read permission/);
+    assert.equal(await page.locator(".sendgate-admission-cap").count(), 0);
+  });
+});
