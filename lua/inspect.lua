@@ -2,8 +2,10 @@
 -- read of SPEC §5; admin usage, §7). Nothing is written, so nothing is claimed.
 -- Counter hashes as in claim.lua.
 -- KEYS[k]   a recipient's counter hash
--- ARGV      the limits the counters share (readLimits), then per key: n, then per counter:
---           field, limit index
+-- ARGV      the limits the counters share (readLimits), then per key one string of its
+--           counters, "field,limit index" each, comma-separated (a check reads 50 ads' counters:
+--           one argument each instead of two per counter, which the client would encode apiece;
+--           fields are key-encoded, so they never hold a comma)
 -- Returns { now_ms, then per key and counter: count in window, retry ms (-1 a slot is free,
 -- -2 never frees) }
 -- @include counter_entries
@@ -12,15 +14,17 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local limits, pos = readLimits(now)
 local out = { now }
 for k = 1, #KEYS do
-  local n = tonumber(ARGV[pos])
+  local fields, capsOf = {}, {}
+  for field, index in string.gmatch(ARGV[pos], '([^,]+),(%d+)') do
+    fields[#fields + 1] = field
+    capsOf[#capsOf + 1] = limits[tonumber(index)]
+  end
   pos = pos + 1
+  local n = #fields
   if n > 0 then
-    local fields = {}
-    for i = 1, n do fields[i] = ARGV[pos + (i - 1) * 2] end
     local values = redis.call('HMGET', KEYS[k], unpack(fields))
     for i = 1, n do
-      local cap = limits[tonumber(ARGV[pos + 1])]
-      pos = pos + 2
+      local cap = capsOf[i]
       local v = values[i] or ''
       local countAt = firstFrom(v, cap.from, now)
       local count = (#v - countAt + 1) / ENTRY

@@ -97,7 +97,7 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
   const sha = await ctx.redis.script("LOAD", luaScript(script)) as string;
   const key = `${keyPrefix}:{default|v${RAND}}:c`;
   const ads = candidates(CANDIDATES);
-  // inspect.lua: the three caps' limits once, then each of the 58 counters and its cap (as the store sends them)
+  // inspect.lua: the three caps' limits once, then the 58 counters, each with its cap, in one argument (as the store sends them)
   const fields = [...new Set([
     ...ads.map((a) => `ad-daily:${a.ad_id}|1`),
     ...ads.map((a) => `campaign-weekly:${a.campaign_id}|2`),
@@ -106,13 +106,20 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
   // per limit: window ms, max, period start, reset, shadow (0: enforced)
   const limits = ["3", "86400000", "3", "0", "0", "0", "604800000", "10", "0", "0", "0", "3600000", "5", "0", "0", "0"];
   const args = script === "inspect"
-    ? [sha, "1", key, ...limits, String(fields.length / 2), ...fields]
+    ? [sha, "1", key, ...limits, pairs(fields).join(",")]
     : [sha, "1", key, ...limits, RAND, "3", "ad-daily:ad7", "1", "campaign-weekly:c2", "2", "category-hourly:news", "3"];
   try {
     return await redisBenchmarkEvalsha(ctx.endpoint, { args, requests: ctx.settings.rawRequests, clients: ctx.settings.rawClients, keyspace: 10_000 });
   } finally {
     await dropKeys(ctx.redis, keyPrefix);
   }
+}
+
+/** "a,1,b,2" from [a, 1, b, 2]: each counter's field and limit index, as lua/inspect.lua reads them */
+function pairs(flat: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push(`${flat[i]},${flat[i + 1]}`);
+  return out;
 }
 
 /**

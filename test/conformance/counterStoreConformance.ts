@@ -118,6 +118,23 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       });
     });
 
+    it("keeps each claim's own limit in a batch of 40 different limits (recipient limits), and reads them back alike", async () => {
+      // windows 60 s + i s, max 1 for even i and 2 for odd: 40 limits in one call, more than the store scans before it indexes them
+      const limitOf = (i: number): CounterSpec => spec("own", 1 + (i % 2), 60_000 + i * 1000);
+      const batch = (member: string) => Array.from({ length: 40 }, (_, i) => ({ key: key(`l${i}`), member: `${member}${i}`, token: 1, counters: [limitOf(i)] }));
+      assert.ok((await store.claim(batch("a"))).map(answered).every((o) => o.allowed));
+      const second = (await store.claim(batch("b"))).map(answered);
+      second.forEach((o, i) => {
+        assert.equal(o.allowed, i % 2 === 1, `claim ${i}`);
+        if (i % 2 === 0) {
+          const retry = o.counters[0]?.retryAfterMs ?? -1;
+          assert.ok(retry > 59_000 + i * 1000 && retry <= 60_000 + i * 1000, `claim ${i} waits its own window: ${retry}`);
+        }
+      });
+      const readings = (await store.inspect(Array.from({ length: 40 }, (_, i) => ({ key: key(`l${i}`), counters: [limitOf(i)] })))).map(answered);
+      readings.forEach((r, i) => assert.deepEqual([r[0]?.count, r[0]?.full], [i % 2 === 0 ? 1 : 2, true], `reading ${i}`));
+    });
+
     it("is idempotent on the member: a retry never takes a second slot, even at the limit", async () => {
       const cap = spec("idem", 1);
       const first = await claim("same", [cap]);

@@ -167,8 +167,8 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     const before = await redis.hgetallBuffer(key());
     const reply = (await redis.eval(luaScript("inspect"), 2, key(), key("other"),
       2, 60_000, 1, 0, 0, 0, 60_000, 3, 0, 0, 0,
-      2, "u", 1, "none", 2,
-      1, "u", 1)) as number[];
+      "u,1,none,2",
+      "u,1")) as number[];
     assert.equal(reply[1], 1);
     assert.ok(Number(reply[2]) > 59_000);
     assert.deepEqual(reply.slice(3), [0, -1, 0, -1]);

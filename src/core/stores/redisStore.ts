@@ -68,26 +68,43 @@ function createClient(options: RedisStoreOptions): RedisClient {
  * sends three limits, and each counter names its limit by index
  * (lib/counter_entries.lua readLimits).
  */
+const SCANNED_LIMITS = 16;
+
 class LimitTable {
-  private readonly indexes = new Map<string, number>();
-  private readonly values: Arg[] = [];
+  /** window, max, period start, reset, shadow: five per limit, in index order */
+  private readonly values: number[] = [];
+  /** by "window|max|start|reset|shadow", once there are too many limits to scan (recipient limits can make one per claim) */
+  private byId: Map<string, number> | undefined;
 
   index(spec: CounterSpec): number {
     const start = spec.startMs ?? 0;
     const reset = spec.resetAt ?? 0;
     const shadow = spec.shadow === true ? 1 : 0;
+    const v = this.values;
+    if (this.byId === undefined) {
+      // a batch usually shares a handful of limits: comparing numbers beats building a string key per counter
+      for (let at = 0; at < v.length; at += 5) {
+        if (v[at] === spec.windowMs && v[at + 1] === spec.max && v[at + 2] === start && v[at + 3] === reset && v[at + 4] === shadow) return at / 5 + 1;
+      }
+      v.push(spec.windowMs, spec.max, start, reset, shadow);
+      if (v.length / 5 === SCANNED_LIMITS) {
+        this.byId = new Map();
+        for (let at = 0; at < v.length; at += 5) this.byId.set(v.slice(at, at + 5).join("|"), at / 5 + 1);
+      }
+      return v.length / 5;
+    }
     const id = `${spec.windowMs}|${spec.max}|${start}|${reset}|${shadow}`;
-    let index = this.indexes.get(id);
+    let index = this.byId.get(id);
     if (index === undefined) {
-      this.indexes.set(id, (index = this.indexes.size + 1));
-      this.values.push(spec.windowMs, spec.max, start, reset, shadow);
+      v.push(spec.windowMs, spec.max, start, reset, shadow);
+      this.byId.set(id, (index = v.length / 5));
     }
     return index;
   }
 
   /** the table's arguments, to go before the items' */
   args(): Arg[] {
-    return [this.indexes.size, ...this.values];
+    return [this.values.length / 5, ...this.values];
   }
 }
 
@@ -169,7 +186,8 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const args: Arg[] = [];
-    for (const r of items) counterArgs(r.counters, limits, args);
+    // one argument per key (lua/inspect.lua): a check's 58 counters would be 117 arguments, each encoded by the client
+    for (const r of items) args.push(r.counters.map((c) => `${c.field},${limits.index(c)}`).join(","));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
