@@ -139,7 +139,10 @@ export class CapEngine {
   private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
     // shadow caps never block, so they play no part in eligibility or remaining
     const enforced = rules.some(isShadow) ? rules.filter((r) => !isShadow(r)) : rules;
-    const subjects = candidates ? candidates.map((c) => this.capsFor(candidateSend(send, c), enforced)) : [this.capsFor(send, enforced)];
+    // one recipient for every candidate: its token (an HMAC when hashing) is made once per check
+    const recipient = recipientToken(send.recipient, this.options.hmacSecret);
+    const capsOf = (s: Send): ApplicableCap[] => applicableCaps(enforced, s, this.options.keyPrefix, recipient);
+    const subjects = candidates ? candidates.map((c) => capsOf(candidateSend(send, c))) : [capsOf(send)];
     // candidates share caps (one campaign, one category): each counter is read once
     const counters = new Map<string, ApplicableCap>();
     for (const caps of subjects) for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
@@ -247,14 +250,15 @@ export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOut
 
 /** A candidate as a send: the msg's own, with the candidate's attributes and category (one object shape, no spread per candidate). */
 function candidateSend(send: Send, candidate: Candidate): Send {
-  const category = candidate.category ?? send.category;
-  return {
+  const out: Send = {
     recipient: send.recipient, channel: send.channel, messageId: send.messageId, org: send.org,
     attributes: candidate.attributes, recipientLimits: send.recipientLimits,
-    ...(category !== undefined ? { category } : {}),
-    ...(send.tier !== undefined ? { tier: send.tier } : {}),
-    ...(send.timezone !== undefined ? { timezone: send.timezone } : {}),
   };
+  const category = candidate.category ?? send.category;
+  if (category !== undefined) out.category = category;
+  if (send.tier !== undefined) out.tier = send.tier;
+  if (send.timezone !== undefined) out.timezone = send.timezone;
+  return out;
 }
 
 /** One candidate against the readings of its caps. */
