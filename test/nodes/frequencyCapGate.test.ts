@@ -3,15 +3,27 @@ import type { NodeStatus } from "node-red";
 import { helper, type Msg } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
 import { uniquePrefix } from "../support/redis";
+import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
 
 const DAY = 86400;
 
-for (const store of ["memory", "redis"] as const) {
-  describe(`frequency-cap-gate (${store} store)`, function () {
-    const config = () => ({ keyPrefix: uniquePrefix(store), timeoutMs: 2000 });
+for (const kind of STORE_KINDS) {
+  describe(`frequency-cap-gate (${kind} store)`, function () {
+    const store = new SuiteStore(kind);
+    store.hooks();
+    const prefixes: string[] = [];
+    /** a fresh key prefix each call (a redeploy within a test starts empty), dropped after the test */
+    const config = () => {
+      const keyPrefix = uniquePrefix(kind);
+      prefixes.push(keyPrefix);
+      return { keyPrefix, timeoutMs: 2000 };
+    };
     before(() => helper.startServer());
     after(() => helper.stopServer());
-    afterEach(() => helper.unload());
+    afterEach(async () => {
+      await helper.unload();
+      for (const p of prefixes.splice(0)) await store.drop(p);
+    });
 
     it("lets three OTPs through without filling the marketing-only cap (the OTP story)", async () => {
       const flow = await deployGateFlow({
