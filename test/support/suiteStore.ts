@@ -19,7 +19,8 @@ export class SuiteStore {
   readonly cluster: OwnRedisCluster | undefined;
   private readonly mastersUsed = new Set<number>();
 
-  constructor(readonly kind: StoreKind) {
+  /** spread: false for a suite whose keys sit in one slot by design (one cap-config's defer queue) */
+  constructor(readonly kind: StoreKind, private readonly options: { spread?: boolean } = {}) {
     this.cluster = kind === "redis-cluster" ? new OwnRedisCluster() : undefined;
   }
 
@@ -36,7 +37,7 @@ export class SuiteStore {
     // the suite's recipients and queues must have reached every master, or the suite proved less than it says
     after(function checkCoverage() {
       // under --grep only some tests ran: their keys need not reach every master
-      if (this.test?.parent?.tests.some((t) => t.state === undefined)) return;
+      if (store.options.spread === false || this.test?.parent?.tests.some((t) => t.state === undefined)) return;
       const { used, of } = store.masterCoverage();
       assert.equal(used, of, `the suite's keys reached ${used} of ${of} masters`);
     });
