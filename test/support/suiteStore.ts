@@ -27,7 +27,6 @@ export class SuiteStore {
   hooks(): void {
     const cluster = this.cluster;
     if (!cluster) return;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const store = this;
     before(async function () {
       this.timeout(30_000);
@@ -57,26 +56,19 @@ export class SuiteStore {
     return (this.cluster?.nodes ?? []).map((n) => ({ port: n.port, client: new Redis({ host: "127.0.0.1", port: n.port }) }));
   }
 
-  /** Master ports that hold any key under `prefix`. */
-  async mastersHolding(prefix: string): Promise<Set<number>> {
-    const holding = new Set<number>();
-    for (const { port, client } of this.masters()) {
-      const [, keys] = await client.scan("0", "MATCH", `${prefix}:*`, "COUNT", 100_000);
-      if (keys.length > 0) holding.add(port);
-      await client.quit();
-    }
-    return holding;
-  }
-
   /** Deletes every key under `prefix` on every master, noting first which masters held some. */
   async drop(prefix: string): Promise<void> {
     for (const { port, client } of this.masters()) {
-      const [, keys] = await client.scan("0", "MATCH", `${prefix}:*`, "COUNT", 100_000);
-      if (keys.length > 0) this.mastersUsed.add(port);
-      // one DEL per key: a cluster node refuses a multi-key DEL across slots (CROSSSLOT)
-      const pipeline = client.pipeline();
-      for (const key of keys) pipeline.del(key);
-      await pipeline.exec();
+      let cursor = "0";
+      do {
+        const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+        cursor = next;
+        if (keys.length > 0) this.mastersUsed.add(port);
+        // one DEL per key: a cluster node refuses a multi-key DEL across slots (CROSSSLOT)
+        const pipeline = client.pipeline();
+        for (const key of keys) pipeline.del(key);
+        await pipeline.exec();
+      } while (cursor !== "0");
       await client.quit();
     }
   }
