@@ -88,15 +88,17 @@ describe("a Redis Cluster master with a replica is killed -9 while a gate sends"
     const othersOff = others.filter((r) => (allowed.get(r) ?? 0) !== Math.min(MAX, PER_RECIPIENT - (caught.get(r) ?? 0)));
     const victimsOver = victims.filter((r) => (allowed.get(r) ?? 0) > MAX);
     const index = (m: Msg) => Number(String(m.messageId).slice(1));
+    const othersCaught = others.reduce((n, r) => n + (caught.get(r) ?? 0), 0);
     const lastCaught = Math.max(killedAt, ...flow.out.of("caught").map((m) => sentAt[index(m)] as number));
     const promoted = (await run("redis-cli", ["-p", String(victim.replicas[0]), "role"])).stdout.split("\n")[0];
-    console.log(`      cluster master kill -9 with a replica: sent ${total}, left ${ids.length}, lost ${total - new Set(ids).size}, twice ${ids.length - new Set(ids).size}, to Catch ${flow.out.of("caught").length} (intact, fail closed; ${others.reduce((n, r) => n + (caught.get(r) ?? 0), 0)} of them for recipients on the other masters, refused while the breaker was open); ${others.length} recipients on other masters (${others.length - othersOff.length} exact), ${victims.length} on the killed one (${victimsOver.length} over the cap); last failure on a msg sent ${lastCaught - killedAt} ms after the kill, replica now ${promoted}`);
+    console.log(`      cluster master kill -9 with a replica: sent ${total}, left ${ids.length}, lost ${total - new Set(ids).size}, twice ${ids.length - new Set(ids).size}, to Catch ${flow.out.of("caught").length} (intact, fail closed; ${othersCaught} of them for recipients on the other masters); ${others.length} recipients on other masters (${others.length - othersOff.length} exact), ${victims.length} on the killed one (${victimsOver.length} over the cap); last failure on a msg sent ${lastCaught - killedAt} ms after the kill, replica now ${promoted}`);
 
     assert.equal(ids.length, total, "every msg left by an output");
     assert.equal(new Set(ids).size, total, "none twice");
     assert.equal(promoted, "master", "the replica took over");
     assert.ok(victims.length > 10 && others.length > 10);
     assert.deepEqual(othersOff, [], "recipients on the other masters got exactly their cap of what the store answered");
+    assert.equal(othersCaught, 0, "the failing master did not get sends to the healthy masters refused");
     assert.ok(sentAt[total - 1] as number - lastCaught > 500, "msgs sent after the failover were answered by the new master");
     for (const m of flow.out.of("caught")) assert.deepEqual(m.payload, { j: index(m) }, "intact");
     assert.ok(victims.every((r) => (allowed.get(r) ?? 0) + (caught.get(r) ?? 0) > 0), "every victim recipient was answered or caught");
