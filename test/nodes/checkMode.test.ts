@@ -3,6 +3,8 @@ import Redis from "ioredis";
 import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../support/nodeRed";
 import { REDIS_URL, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";
+import { storeFields } from "../support/chainFlow";
+import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
 
 const HOUR = 3600;
 const DAY = 86400;
@@ -68,15 +70,27 @@ function impression(a: Ad, messageId: string, recipient = "viewer"): Record<stri
   return { recipient, channel: "in_app", messageId, attributes: { ad_id: a.ad_id, campaign_id: a.campaign_id, category: a.category } };
 }
 
-for (const store of ["memory", "redis"] as const) {
-  describe(`frequency-cap-gate check mode (${store} store)`, function () {
+for (const kind of STORE_KINDS) {
+  describe(`frequency-cap-gate check mode (${kind} store)`, function () {
     this.timeout(30_000);
+    const suite = new SuiteStore(kind);
+    suite.hooks();
+    const prefixes: string[] = [];
+    /** cap-config fields for this store, under a prefix dropped after the test */
+    const on = (label: string) => {
+      const keyPrefix = uniquePrefix(label);
+      prefixes.push(keyPrefix);
+      return { ...storeFields(suite), keyPrefix };
+    };
     before(() => helper.startServer());
     after(() => helper.stopServer());
-    afterEach(() => helper.unload());
+    afterEach(async () => {
+      await helper.unload();
+      for (const p of prefixes.splice(0)) await suite.drop(p);
+    });
 
     it("answers each of 50 candidates right against ad, campaign, category and match caps at once, claiming nothing", async () => {
-      const flow = await deployCheckFlow({ store, keyPrefix: uniquePrefix(`check-${store}`) });
+      const flow = await deployCheckFlow(on(`check-${kind}`));
       // ad1 x3 (its day is full), campaign c2 x10 over several ads, music x5 (its hour is full), vip x1
       const seen = [1, 1, 1, 2, 7, 12, 17, 22, 27, 32, 37, 42, 47, 0, 5, 8].map(ad);
       for (const [i, a] of seen.entries()) await flow.send("recorder", impression(a, `imp-${i}`));
@@ -108,7 +122,7 @@ for (const store of ["memory", "redis"] as const) {
     });
 
     it("counts a duplicate impression event once, and checks the msg's own send without candidates", async () => {
-      const flow = await deployCheckFlow({ store, keyPrefix: uniquePrefix(`dup-${store}`) });
+      const flow = await deployCheckFlow(on(`dup-${kind}`));
       const own = { recipient: "v2", channel: "in_app", attributes: { ad_id: "ad9", campaign_id: "c9", category: "news" } };
       await flow.send("recorder", impression(ad(9), "event-1", "v2"));
       await flow.send("recorder", impression(ad(9), "event-1", "v2"));
@@ -122,8 +136,29 @@ for (const store of ["memory", "redis"] as const) {
       assert.deepEqual({ ...(full.blocked as object) }, { cap_id: "ad-daily", retry_after_seconds: (full.blocked as { retry_after_seconds: number }).retry_after_seconds });
     });
 
+    it("records and checks 30 viewers alike, concurrently (on a cluster: viewers on every master)", async () => {
+      const flow = await deployCheckFlow(on(`many-${kind}`));
+      const viewers = Array.from({ length: 30 }, (_, i) => `viewer-${i}`);
+      // viewer-i saw ad9 (i % 4) times, each event sent twice: counted once
+      const events = viewers.flatMap((v, i) => Array.from({ length: i % 4 }, (_, n) => impression(ad(9), `${v}-e${n}`, v)));
+      for (const e of [...events, ...events]) (helper.getNode("recorder") as NonNullable<ReturnType<typeof helper.getNode>>).receive(e);
+      await flow.out.until(events.length * 2, 15_000);
+      assert.equal(flow.out.of("caught").length, 0, "no store error (CROSSSLOT or other)");
+      const checker = helper.getNode("checker") as NonNullable<ReturnType<typeof helper.getNode>>;
+      const before = flow.out.total();
+      for (const v of viewers) checker.receive({ recipient: v, channel: "in_app", candidates: [ad(9)] });
+      await flow.out.until(before + viewers.length, 15_000);
+      const answerOf = new Map(flow.out.sequence.slice(before).map(({ msg }) => [msg.recipient as string, msg]));
+      for (const [i, v] of viewers.entries()) {
+        const answer = answerOf.get(v) as Msg;
+        const seen = i % 4;
+        assert.equal((answer.remaining as Record<string, number>).ad9, 3 - seen, `${viewers[i]} remaining`);
+        assert.equal((answer.eligible as Record<string, boolean>).ad9, seen < 3, `${viewers[i]} eligible`);
+      }
+    });
+
     it("sends bad candidates to Catch, naming the index", async () => {
-      const flow = await deployCheckFlow({ store, keyPrefix: uniquePrefix(`bad-${store}`) });
+      const flow = await deployCheckFlow(on(`bad-${kind}`));
       const message = async (candidates: unknown) => {
         const caught = await flow.send("checker", { recipient: "v", channel: "in_app", candidates });
         return String((caught.error as { message: string }).message);

@@ -3,26 +3,25 @@ import type { NodeStatus } from "node-red";
 import { deployGateFlow, sendInOrder, type GateFlow } from "../support/gateFlow";
 import { useUserDir } from "../support/userDir";
 import { helper, type Msg } from "../support/nodeRed";
-import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { sleep, uniquePrefix } from "../support/redis";
+import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
 
 type Admission = { status: string; reason?: string; release_at?: string; deferrals?: number; claims: unknown[]; trail: { status: string }[] };
 const admissionOf = (m: Msg | undefined) => m?.admission as Admission;
 
-for (const store of ["memory", "redis"] as const) {
-  describe(`frequency-cap-gate defer and collapse (${store} store)`, function () {
+for (const kind of STORE_KINDS) {
+  describe(`frequency-cap-gate defer and collapse (${kind} store)`, function () {
     this.timeout(30_000);
     let keyPrefix: string;
-    const redis = redisClient();
+    const store = new SuiteStore(kind);
+    store.hooks();
     useUserDir("defer");
     before(() => helper.startServer());
-    after(async () => {
-      await helper.stopServer();
-      await redis.quit();
-    });
-    beforeEach(() => { keyPrefix = uniquePrefix(`defer-${store}`); });
+    after(() => helper.stopServer());
+    beforeEach(() => { keyPrefix = uniquePrefix(`defer-${kind}`); });
     afterEach(async () => {
       await helper.unload();
-      await dropPrefix(redis, keyPrefix);
+      await store.drop(keyPrefix);
     });
 
     const deploy = (disposition: string, extra: Record<string, unknown> = {}): Promise<GateFlow> => deployGateFlow({

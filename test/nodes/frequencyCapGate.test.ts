@@ -3,15 +3,27 @@ import type { NodeStatus } from "node-red";
 import { helper, type Msg } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
 import { uniquePrefix } from "../support/redis";
+import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
 
 const DAY = 86400;
 
-for (const store of ["memory", "redis"] as const) {
-  describe(`frequency-cap-gate (${store} store)`, function () {
-    const config = () => ({ keyPrefix: uniquePrefix(store), timeoutMs: 2000 });
+for (const kind of STORE_KINDS) {
+  describe(`frequency-cap-gate (${kind} store)`, function () {
+    const store = new SuiteStore(kind);
+    store.hooks();
+    const prefixes: string[] = [];
+    /** a fresh key prefix each call (a redeploy within a test starts empty), dropped after the test */
+    const config = () => {
+      const keyPrefix = uniquePrefix(kind);
+      prefixes.push(keyPrefix);
+      return { keyPrefix, timeoutMs: 2000 };
+    };
     before(() => helper.startServer());
     after(() => helper.stopServer());
-    afterEach(() => helper.unload());
+    afterEach(async () => {
+      await helper.unload();
+      for (const p of prefixes.splice(0)) await store.drop(p);
+    });
 
     it("lets three OTPs through without filling the marketing-only cap (the OTP story)", async () => {
       const flow = await deployGateFlow({
@@ -246,6 +258,28 @@ for (const store of ["memory", "redis"] as const) {
       assert.match(String((flow.out.of("caught")[0]?.error as { message: string }).message), /mode: "estimate" is not available/);
       await new Promise((r) => setTimeout(r, 400));
       assert.ok(shown.every((s) => s.fill === "red"), JSON.stringify(shown));
+    });
+
+    it("claims for 60 recipients at once and reports each one's usage through the admin API (on a cluster: every master)", async () => {
+      const flow = await deployGateFlow({
+        store, config: config(), rules: [
+          { id: "sms-3", scope: "channel", channel: "sms", max_count: 3, window_seconds: DAY },
+          { id: "all-5", scope: "global", max_count: 5, window_seconds: DAY },
+        ],
+      });
+      const recipients = Array.from({ length: 60 }, (_, i) => `u${i}`);
+      // recipient u{i} gets (i % 5) sms at once, all concurrent
+      const msgs = recipients.flatMap((r, i) => Array.from({ length: i % 5 }, (_, n) => ({ recipient: r, channel: "sms", messageId: `${r}-${n}` })));
+      for (const m of msgs) flow.send(m);
+      await flow.out.until(msgs.length, 15_000);
+      assert.equal(flow.out.of("caught").length, 0, "no store error (CROSSSLOT or other)");
+      for (const [i, r] of recipients.entries()) {
+        const res = await helper.request().get("/frequency-cap/cfg0/usage").query({ recipient: r, channel: "sms" });
+        assert.equal(res.status, 200, res.text);
+        const caps = new Map((res.body as { caps: { cap_id: string; count: number; remaining: number }[] }).caps.map((c) => [c.cap_id, c]));
+        const taken = Math.min(i % 5, 3);
+        assert.deepEqual([caps.get("sms-3")?.count, caps.get("sms-3")?.remaining, caps.get("all-5")?.count], [taken, 3 - taken, taken], r);
+      }
     });
 
     it("shows what it counted in its status", async () => {

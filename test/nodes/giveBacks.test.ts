@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { helper, type Msg, reasonOf, warnings } from "../support/nodeRed";
 import { deployChain, push } from "../support/chainFlow";
-import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { sleep, uniquePrefix } from "../support/redis";
+import { SuiteStore, type StoreKind } from "../support/suiteStore";
 import { OwnRedis } from "../support/redisServer";
 
 /** capA's verdict, whatever the later gate (capB, no caps) wrote after it */
@@ -50,11 +51,21 @@ describe("give-backs touch only what the msg itself took", function () {
     }
   });
 
+});
+
+for (const kind of ["redis", "redis-cluster"] as StoreKind[]) {
+describe(`give-backs refuse forged claims (${kind} store)`, function () {
+  this.timeout(30_000);
+  const store = new SuiteStore(kind, { spread: false });
+  store.hooks();
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
   it("ignores claims rewritten to point at another recipient's counters, with a warning", async () => {
     const keyPrefix = uniquePrefix("forged");
-    const redis = redisClient();
     try {
-      const chain = await deployChain({ store: "redis", keyPrefix, rules: ONE_A_DAY });
+      const chain = await deployChain({ store, keyPrefix, rules: ONE_A_DAY });
       await push(chain, "capA", { recipient: "victim", channel: "sms", messageId: "V1" });
       await push(chain, "capA", { recipient: "mallory", channel: "sms", messageId: "M1" });
       const [victimMsg, mallorys] = chain.out.of("sent") as [Msg, Msg];
@@ -66,8 +77,8 @@ describe("give-backs touch only what the msg itself took", function () {
       await push(chain, "capA", { recipient: "victim", channel: "sms", messageId: "V2" });
       assert.equal(chain.out.of("skipped")[0]?.messageId, "V2", "the victim's slot was not given back");
     } finally {
-      await dropPrefix(redis, keyPrefix);
-      await redis.quit();
+      await store.drop(keyPrefix);
     }
   });
 });
+}

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../support/nodeRed";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import { sleep, uniquePrefix } from "../support/redis";
+import { storeFields } from "../support/chainFlow";
+import { SuiteStore, type StoreKind } from "../support/suiteStore";
 
 const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 const nextMinute = (ms: number) => Math.floor(ms / 60_000) * 60_000 + 60_000;
@@ -12,10 +14,10 @@ function windowAroundNow(): { start: string; end: string; endsAt: number } {
   return { start: hhmm(now - 120_000), end: hhmm(nextMinute(now)), endsAt: nextMinute(now) };
 }
 
-async function deploy(gate: Record<string, unknown>) {
+async function deployOn(gate: Record<string, unknown>, store: SuiteStore, keyPrefix = uniquePrefix("quiet")) {
   await helper.load([...gateNodes, quietHoursGate], [
     TAB,
-    { id: "cfg", type: "cap-config", store: "memory", keyPrefix: uniquePrefix("quiet"), rules: [] },
+    { id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix, rules: [] },
     flowNode({ id: "quiet", type: "quiet-hours-gate", config: "cfg", timezone: "UTC", jitter: 0, ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
     flowNode({ id: "allowed", type: "helper" }), flowNode({ id: "skipped", type: "helper" }), flowNode({ id: "deferred", type: "helper" }),
     flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }), flowNode({ id: "caught", type: "helper" }),
@@ -31,11 +33,24 @@ async function deploy(gate: Record<string, unknown>) {
 
 const reasonOf = (m: Msg | undefined) => (m?.admission as { reason?: string } | undefined)?.reason;
 
-describe("quiet-hours-gate (window built around the current time)", function () {
+// the embedded store and a Redis Cluster (its held msgs in the cluster's defer queue); one cap-config's queue sits in one slot by design
+for (const kind of ["memory", "redis-cluster"] as StoreKind[]) {
+describe(`quiet-hours-gate (window built around the current time, ${kind} store)`, function () {
   this.timeout(90_000);
+  const store = new SuiteStore(kind, { spread: false });
+  store.hooks();
+  const prefixes: string[] = [];
+  const deploy = (gate: Record<string, unknown>) => {
+    const keyPrefix = uniquePrefix("quiet");
+    prefixes.push(keyPrefix);
+    return deployOn(gate, store, keyPrefix);
+  };
   before(() => helper.startServer());
   after(() => helper.stopServer());
-  afterEach(() => helper.unload());
+  afterEach(async () => {
+    await helper.unload();
+    for (const p of prefixes.splice(0)) await store.drop(p);
+  });
 
   it("lets a send outside the window through and skips one inside it with the wait until its end", async () => {
     const w = windowAroundNow();
@@ -76,10 +91,15 @@ describe("quiet-hours-gate (window built around the current time)", function () 
     const w = windowAroundNow();
     const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "defer" });
     helper.getNode("quiet")?.receive({ recipient: "r", channel: "sms", messageId: "night", payload: "good morning" });
+    // 30 more recipients held at once, each released exactly once
+    for (let i = 0; i < 30; i++) helper.getNode("quiet")?.receive({ recipient: `sleeper-${i}`, channel: "sms", messageId: `s${i}` });
     await sleep(200);
     assert.equal(out.total(), 0, "held, not sent");
-    await out.until(1, 65_000);
-    const [released] = out.of("deferred");
+    await out.until(31, 65_000);
+    await sleep(500);
+    assert.equal(out.of("deferred").length, 31, "each held msg released once");
+    assert.equal(new Set(out.of("deferred").map((m) => m.messageId)).size, 31);
+    const released = out.of("deferred").find((m) => m.messageId === "night");
     assert.ok(Date.now() >= w.endsAt, "not released before the window's end");
     assert.equal(released?.payload, "good morning");
     const admission = released?.admission as { status: string; reason: string; release_at: string; deferrals: number };
@@ -89,3 +109,4 @@ describe("quiet-hours-gate (window built around the current time)", function () 
     assert.equal(out.of("allowed").at(-1)?.messageId, "night", "back round the chain after the window it passes");
   });
 });
+}

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { useUserDir } from "../support/userDir";
 import { helper, type Msg } from "../support/nodeRed";
 import { deployChain, push } from "../support/chainFlow";
-import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { sleep, uniquePrefix } from "../support/redis";
+import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
 
 type Admission = {
   status: string; reason?: string; cap_id?: string; claims: { kind: string }[];
@@ -24,21 +25,19 @@ async function listed(count: number, config = "cfgA"): Promise<void> {
 }
 const reasons = (list: Msg[]) => list.map((m) => admissionOf(m).reason);
 
-for (const store of ["memory", "redis"] as const) {
-  describe(`suppression-gate and the admission chain (${store} store)`, function () {
+for (const kind of STORE_KINDS) {
+  describe(`suppression-gate and the admission chain (${kind} store)`, function () {
     this.timeout(30_000);
     let keyPrefix: string;
-    const redis = redisClient();
+    const store = new SuiteStore(kind);
+    store.hooks();
     useUserDir("user");
     before(() => helper.startServer());
-    after(async () => {
-      await helper.stopServer();
-      await redis.quit();
-    });
-    beforeEach(() => { keyPrefix = uniquePrefix(`sup-${store}`); });
+    after(() => helper.stopServer());
+    beforeEach(() => { keyPrefix = uniquePrefix(`sup-${kind}`); });
     afterEach(async () => {
       await helper.unload();
-      await dropPrefix(redis, keyPrefix);
+      await store.drop(keyPrefix);
     });
 
     const oneASms = [{ id: "one", scope: "channel", channel: "sms", max_count: 1, window_seconds: 3600 }];
@@ -143,6 +142,7 @@ for (const store of ["memory", "redis"] as const) {
       await helper.unload();
       chain = await deployChain({ store, keyPrefix, rules: [] });
       await push(chain, "sup", { recipient: "kept", channel: "push", messageId: "k1", payload: "x" });
+      assert.equal(chain.out.of("skipped").length, 1, "listed before the redeploy, so enforced after it");
       assert.equal(admissionOf(chain.out.of("skipped")[0]).suppression?.reason, "complaint");
     });
 

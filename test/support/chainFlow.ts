@@ -1,9 +1,11 @@
 import type { Node } from "node-red";
 import { Collector, flowNode, helper, TAB, gateNodes } from "./nodeRed";
 import { REDIS_URL } from "./redis";
+import type { SuiteStore } from "./suiteStore";
 
 export interface ChainOptions {
-  store: "memory" | "redis";
+  /** a SuiteStore puts both cap-configs on its store (a Redis Cluster's seeds included) */
+  store: "memory" | "redis" | SuiteStore;
   keyPrefix: string;
   /** rules of the main cap-config (cfgA) */
   rules: object[];
@@ -20,7 +22,7 @@ export interface ChainOptions {
  */
 export async function deployChain(options: ChainOptions): Promise<{ out: Collector; node(id: string): Node }> {
   const config = (id: string, rules: object[]) => ({
-    id, type: "cap-config", store: options.store, redisUrl: REDIS_URL, keyPrefix: options.keyPrefix, rules, ...options.config,
+    id, type: "cap-config", ...storeFields(options.store), keyPrefix: options.keyPrefix, rules, ...options.config,
   });
   const flow = [
     TAB,
@@ -45,4 +47,9 @@ export async function push(chain: { out: Collector; node(id: string): Node }, id
   const before = chain.out.total();
   chain.node(id).receive(msg);
   await chain.out.until(before + count);
+}
+
+/** cap-config fields that put it on `store` */
+export function storeFields(store: "memory" | "redis" | SuiteStore): Record<string, unknown> {
+  return typeof store === "string" ? { store, redisUrl: REDIS_URL } : store.config();
 }

@@ -1,10 +1,11 @@
 import { Collector, flowNode, helper, TAB, gateNodes } from "./nodeRed";
-import { REDIS_URL } from "./redis";
+import { storeFields } from "./chainFlow";
+import type { SuiteStore } from "./suiteStore";
 import type { Node } from "node-red";
 
 export interface GateFlowOptions {
   rules: object[];
-  store?: "memory" | "redis";
+  store?: "memory" | "redis" | SuiteStore;
   config?: Record<string, unknown>;
   gate?: Record<string, unknown>;
   credentials?: Record<string, string>;
@@ -30,8 +31,8 @@ export async function deployGateFlow(options: GateFlowOptions): Promise<GateFlow
   const credentials: Record<string, object> = {};
   for (let i = 0; i < instances; i++) {
     flow.push({
-      id: `cfg${i}`, type: "cap-config", name: `caps ${i}`, store: options.store ?? "memory",
-      redisUrl: REDIS_URL, rules: options.rules, ...options.config,
+      id: `cfg${i}`, type: "cap-config", name: `caps ${i}`, ...storeFields(options.store ?? "memory"),
+      rules: options.rules, ...options.config,
     });
     if (options.credentials) credentials[`cfg${i}`] = options.credentials;
     flow.push(flowNode({

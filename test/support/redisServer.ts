@@ -61,24 +61,28 @@ async function waitForPing(port: number): Promise<void> {
   throw new Error(`redis-server on ${port} did not start`);
 }
 
-/** Masters (three by default), no replicas, slots spread by redis-cli, on free ports. */
+/**
+ * Masters (three by default) and `replicas` replicas of each, slots spread by
+ * redis-cli, on free ports. `extraArgs` go to every node (e.g. a short
+ * `--cluster-node-timeout`, so a failover takes a second, not 15).
+ */
 export class OwnRedisCluster {
   nodes: OwnRedis[] = [];
 
-  constructor(private readonly masters = 3) {}
+  constructor(private readonly masters = 3, private readonly replicas = 0, private readonly extraArgs: string[] = []) {}
 
   get seeds(): string {
     return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(",");
   }
 
   async start(): Promise<void> {
-    const ports = await freeClusterPorts(this.masters);
-    this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`]));
+    const ports = await freeClusterPorts(this.masters * (1 + this.replicas));
+    this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, ...this.extraArgs]));
     await Promise.all(this.nodes.map((n) => n.start()));
-    await run("redis-cli", ["--cluster", "create", ...this.nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    await run("redis-cli", ["--cluster", "create", ...this.nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", String(this.replicas), "--cluster-yes"]);
     for (let i = 0; i < 100; i++) {
-      const { stdout } = await run("redis-cli", ["-p", String(this.nodes[0]?.port), "cluster", "info"]);
-      if (stdout.includes("cluster_state:ok")) return;
+      const infos = await Promise.all(this.nodes.map(async (n) => (await run("redis-cli", ["-p", String(n.port), "cluster", "info"])).stdout));
+      if (infos.every((info) => info.includes("cluster_state:ok"))) return;
       await sleep(100);
     }
     throw new Error("redis cluster did not reach cluster_state:ok");

@@ -1,5 +1,6 @@
 import type { Pool } from "pg";
 import type { CapRule } from "../rules";
+import { isDatabaseUnreachable, RulesUnavailableError } from "./errors";
 import type { InvalidationBus, RuleChange } from "./invalidationBus";
 import { migrateRulesTable } from "./migration";
 import { createRulesPool } from "./pgPool";
@@ -107,20 +108,20 @@ export class PgRuleSource {
   }
 
   async create(org: string, input: unknown): Promise<StoredRule> {
-    const rule = await this.repository.create(org, input);
+    const rule = await unreachableAsUnavailable(() => this.repository.create(org, input));
     await this.changed(org, [rule.channel]);
     return rule;
   }
 
   async update(org: string, id: string, input: unknown): Promise<StoredRule | null> {
-    const updated = await this.repository.update(org, id, input);
+    const updated = await unreachableAsUnavailable(() => this.repository.update(org, id, input));
     if (!updated) return null;
     await this.changed(org, [updated.previousChannel, updated.rule.channel]);
     return updated.rule;
   }
 
   async remove(org: string, id: string): Promise<RemovedRule | null> {
-    const removed = await this.repository.remove(org, id);
+    const removed = await unreachableAsUnavailable(() => this.repository.remove(org, id));
     if (removed) await this.changed(org, [removed.channel]);
     return removed;
   }
@@ -163,5 +164,19 @@ export class PgRuleSource {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/**
+ * A write PostgreSQL could not take because it was down or went away is a
+ * RulesUnavailableError (the admin API answers 503, SPEC 7), not an unknown
+ * failure (before, a write during a restart answered 500 with the socket error).
+ */
+async function unreachableAsUnavailable<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isDatabaseUnreachable(err)) throw new RulesUnavailableError(`the rules database is not reachable, nothing was written: ${(err as Error).message}`, err);
+    throw err;
   }
 }

@@ -180,6 +180,7 @@ export class SendQueue {
       const ms = performance.now() - sentAt;
       this.paced(group.length, ms);
       let fault: StoreUnavailableError | undefined;
+      let answered = 0;
       group.forEach((w, i) => {
         const result = results[i];
         if (result instanceof StoreUnavailableError) {
@@ -188,12 +189,15 @@ export class SendQueue {
         } else if (i >= results.length) {
           this.answer(w, new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
         } else {
+          answered++;
           this.answer(w, undefined, result);
         }
       });
       // on a cluster one slot's call can fail while the others answer
       this.report(lane, group.length, ms, fault);
-      this.options.breaker.settle(isProbe, fault);
+      // a call the store partly answered says the store is up (on a cluster, one master failing over): its failed
+      // items fail on their own, and the breaker stays closed for the recipients on the healthy masters
+      this.options.breaker.settle(isProbe, answered > 0 ? undefined : fault);
     } catch (err) {
       const failure = asStoreFailure(err);
       this.report(lane, group.length, performance.now() - sentAt, failure);

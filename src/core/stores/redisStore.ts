@@ -277,13 +277,25 @@ export class RedisStore implements AdmissionStore {
     return this.batch(inspectBatch, requests);
   }
 
+  /**
+   * The block list (what sends are checked against) and the org's index (what
+   * the admin API lists) sit in different slots, on a cluster often on
+   * different masters, so their writes land in no fixed order unless ordered:
+   * an entry is enforced before it is listed, and unlisted before it stops
+   * being enforced. A listing never shows an opt-out that sends still ignore
+   * (before, on a cluster, a redeploy right after a listing could drop the
+   * block-list write still in flight).
+   */
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
     await this.usable();
     for (let from = 0; from < writes.length; from += WRITE_SLICE) {
       const slice = writes.slice(from, from + WRITE_SLICE);
-      await Promise.all(slice.flatMap((w) => w.entry === undefined
-        ? [this.client.hdel(w.listKey, w.field), this.client.hdel(w.indexKey, w.indexField)]
-        : [this.client.hset(w.listKey, w.field, w.entry), this.client.hset(w.indexKey, w.indexField, w.entry)]));
+      await Promise.all(slice.map((w) => w.entry === undefined
+        ? this.client.hdel(w.indexKey, w.indexField)
+        : this.client.hset(w.listKey, w.field, w.entry)));
+      await Promise.all(slice.map((w) => w.entry === undefined
+        ? this.client.hdel(w.listKey, w.field)
+        : this.client.hset(w.indexKey, w.indexField, w.entry)));
     }
   }
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type Redis from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import { MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
 import { deferCodec } from "../../../src/core/defer/deferCodec";
 import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "../../../src/core/defer/deferQueue";
@@ -11,6 +11,7 @@ import { RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
 import { RedisGateRegistry } from "../../../src/core/defer/gateRegistry";
 import { legacyDeferKeys, migrateLegacyQueue } from "../../../src/core/defer/legacyQueue";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
+import { SuiteStore } from "../../support/suiteStore";
 
 /** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
 interface Harness {
@@ -408,6 +409,37 @@ deferQueueConformance("redis", async (options) => {
     },
   };
 });
+describe("on a Redis Cluster of three masters", function () {
+  // one cluster for the whole conformance suite; each test's prefix (its own hash tag) lands on some master, and the
+  // suite fails unless its queues reached every master
+  const store = new SuiteStore("redis-cluster");
+  store.hooks();
+  const seeds = () => (store.cluster?.nodes ?? []).map((n) => ({ host: "127.0.0.1", port: n.port }));
+  deferQueueConformance("redis-cluster", async (options) => {
+    const prefix = uniquePrefix("dqc");
+    const scope = { keyPrefix: prefix, configId: "cfg-1", gate: GATE };
+    const clients: Cluster[] = [new Cluster(seeds())];
+    const first = clients[0] as Cluster;
+    return {
+      queue: new RedisDeferQueue(first, scope, { codec: codecOf(options) }),
+      otherInstance: async () => {
+        const client = new Cluster(seeds());
+        clients.push(client);
+        return new RedisDeferQueue(client, scope, { codec: codecOf(options) });
+      },
+      raw: async () => {
+        const out: string[] = [];
+        for (const node of first.nodes("master")) out.push(...await everything(node, prefix));
+        return out;
+      },
+      done: async () => {
+        await store.drop(prefix);
+        await Promise.all(clients.map((c) => c.quit()));
+      },
+    };
+  });
+});
+
 describe("memory defer queue", function () {
   it("uses its clock: nothing at dueAt - 1 ms, the msg at dueAt; a lease ends on the clock too", async () => {
     let now = 1_000_000;

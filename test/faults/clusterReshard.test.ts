@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import calculateSlot from "cluster-key-slot";
+import { helper } from "../support/nodeRed";
+import { deployGateFlow } from "../support/gateFlow";
+import { sleep, uniquePrefix } from "../support/redis";
+import { OwnRedisCluster } from "../support/redisServer";
+
+const run = promisify(execFile);
+
+const RECIPIENTS = 300;
+const PER_RECIPIENT = 8;
+const MAX = 5;
+/** slots moved from the first master to the second while the stream runs */
+const MOVED_SLOTS = 1500;
+
+/** slot → port of the master that owns it */
+async function slotOwners(port: number): Promise<Map<number, number>> {
+  const { stdout } = await run("redis-cli", ["-p", String(port), "--json", "cluster", "slots"]);
+  const owners = new Map<number, number>();
+  for (const [from, to, master] of JSON.parse(stdout) as [number, number, [string, number]][]) {
+    for (let slot = from; slot <= to; slot++) owners.set(slot, master[1]);
+  }
+  return owners;
+}
+
+/** How many MOVED and ASK redirections the cluster's nodes answered (INFO errorstats). */
+async function redirections(ports: number[]): Promise<{ moved: number; ask: number }> {
+  let moved = 0;
+  let ask = 0;
+  for (const port of ports) {
+    const { stdout } = await run("redis-cli", ["-p", String(port), "info", "errorstats"]);
+    moved += Number(/errorstat_MOVED:count=(\d+)/.exec(stdout)?.[1] ?? 0);
+    ask += Number(/errorstat_ASK:count=(\d+)/.exec(stdout)?.[1] ?? 0);
+  }
+  return { moved, ask };
+}
+
+async function nodeId(port: number): Promise<string> {
+  return (await run("redis-cli", ["-p", String(port), "cluster", "myid"])).stdout.trim();
+}
+
+describe("a Redis Cluster reshards while a gate sends", function () {
+  this.timeout(90_000);
+  const cluster = new OwnRedisCluster();
+  before(async function () {
+    this.timeout(30_000);
+    await cluster.start();
+    await helper.startServer();
+  });
+  after(async () => {
+    await helper.stopServer();
+    await cluster.stop();
+  });
+  afterEach(() => helper.unload());
+
+  it(`follows MOVED and ASK while ${MOVED_SLOTS} slots move: every msg leaves once, caps stay exact`, async () => {
+    const [from, to] = cluster.nodes;
+    assert.ok(from && to);
+    const flow = await deployGateFlow({
+      store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("reshard"), timeoutMs: 2000, failMode: "closed" },
+      rules: [{ id: "five", scope: "channel", channel: "sms", max_count: MAX, window_seconds: 600 }],
+    });
+    const before = await slotOwners(from.port);
+    const slotOf = (r: number) => calculateSlot(`{default|r${r}}`);
+
+    // 2,400 msgs, 80 every 50 ms (~1.5 s); the reshard starts after the first quarter and runs while they go on
+    let reshard: Promise<unknown> | undefined;
+    let reshardStarted = 0;
+    let reshardEnded = 0;
+    const sentAt: number[] = [];
+    const total = RECIPIENTS * PER_RECIPIENT;
+    for (let i = 0; i < total; i += 80) {
+      for (let j = i; j < i + 80; j++) {
+        sentAt[j] = Date.now();
+        flow.send({ recipient: `r${j % RECIPIENTS}`, channel: "sms", messageId: `m${j}`, payload: { j } });
+      }
+      if (i >= total / 4 && !reshard) {
+        reshardStarted = Date.now();
+        reshard = run("redis-cli", [
+          "--cluster", "reshard", `127.0.0.1:${from.port}`, "--cluster-from", await nodeId(from.port), "--cluster-to", await nodeId(to.port),
+          "--cluster-slots", String(MOVED_SLOTS), "--cluster-yes", "--cluster-pipeline", "10",
+        ], { maxBuffer: 64 * 1024 * 1024 }).then(() => { reshardEnded = Date.now(); });
+      }
+      await sleep(50);
+    }
+    await reshard;
+    await flow.out.until(total, 30_000);
+    await sleep(300);
+
+    const after = await slotOwners(to.port);
+    const redirected = await redirections(cluster.nodes.map((n) => n.port));
+    const movedSlots = [...before].filter(([slot, port]) => after.get(slot) !== port).length;
+    const moved = new Set(Array.from({ length: RECIPIENTS }, (_, r) => r).filter((r) => before.get(slotOf(r)) !== after.get(slotOf(r))));
+    const during = sentAt.filter((t) => t >= reshardStarted && t <= reshardEnded).length;
+
+    const ids = flow.out.sequence.map((s) => String(s.msg.messageId));
+    const allowedBy = new Map<number, number>();
+    for (const m of flow.out.of("allowed")) {
+      const r = Number(String(m.recipient).slice(1));
+      allowedBy.set(r, (allowedBy.get(r) ?? 0) + 1);
+    }
+    const unmovedOff = [...Array(RECIPIENTS).keys()].filter((r) => !moved.has(r) && allowedBy.get(r) !== MAX);
+    const movedOver = [...moved].filter((r) => (allowedBy.get(r) ?? 0) > MAX);
+    const movedExact = [...moved].filter((r) => allowedBy.get(r) === MAX).length;
+    console.log(`      cluster reshard while sending: ${movedSlots} slots moved in ${reshardEnded - reshardStarted} ms with ${during} msgs sent meanwhile, ${redirected.moved} MOVED and ${redirected.ask} ASK answered; sent ${total}, left ${ids.length}, lost ${total - new Set(ids).size}, twice ${ids.length - new Set(ids).size}, to Catch ${flow.out.of("caught").length}; ${moved.size} recipients moved (${movedExact} exact at ${MAX}), ${RECIPIENTS - moved.size} stayed (${RECIPIENTS - moved.size - unmovedOff.length} exact)`);
+
+    assert.equal(movedSlots, MOVED_SLOTS, "the slots moved");
+    assert.ok(moved.size > 10, `${moved.size} recipients' keys moved`);
+    assert.ok(during > 100, `${during} msgs were sent while slots moved`);
+    assert.ok(redirected.moved + redirected.ask > 0, "the gate's calls were redirected (and followed)");
+    assert.equal(ids.length, total, "every msg left by an output");
+    assert.equal(new Set(ids).size, total, "none twice");
+    assert.equal(flow.out.of("caught").length, 0, "MOVED and ASK were followed: no store error");
+    assert.deepEqual(unmovedOff, [], "a recipient whose keys stayed got exactly its cap");
+    assert.deepEqual(movedOver, [], "no moved recipient got more than its cap");
+  });
+});
