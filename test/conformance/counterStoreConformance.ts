@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled } from "../../src/core/stores/admissionStore";
+import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled, ThroughputOutcome } from "../../src/core/stores/admissionStore";
+import { gcraLimit } from "../../src/core/throughput/gcra";
+import { ceilingKey } from "../../src/core/throughput/throughputKeys";
 import { sleep, uniquePrefix } from "../support/redis";
 
 function answered<T>(result: Settled<T> | undefined): T {
@@ -336,6 +338,42 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("answers from the store's own clock", async () => {
       const r = await claim("m", [spec("clock", 1)]);
       assert.ok(Math.abs(r.nowMs - Date.now()) < 2000);
+    });
+
+    describe("throughput ceilings (GCRA)", () => {
+      const ceiling = (name = "acme") => ceilingKey(prefix, name, { kind: "org" });
+      const reserve = async (n: number, rate: number, burst: number, maxWaitMs: number, key = ceiling()): Promise<ThroughputOutcome[]> => {
+        const limit = gcraLimit(rate, 1, burst);
+        return (await store.throughput(Array.from({ length: n }, () => ({ key, ...limit, maxWaitUs: maxWaitMs * 1000 })))).map((r) => answered(r));
+      };
+
+      it("skip mode: of 30 at once at 10/s with a burst of 10, exactly 10 pass; the rest conform in exactly 100 ms", async () => {
+        const out = await reserve(30, 10, 10, 0);
+        assert.equal(out.filter((o) => o.allowed).length, 10);
+        assert.deepEqual(out.slice(0, 10).map((o) => o.waitUs), new Array(10).fill(0));
+        assert.deepEqual(out.slice(10).map((o) => [o.allowed, o.waitUs]), new Array(20).fill([false, 100_000]));
+        assert.ok(Math.abs(out[0]!.nowUs / 1000 - Date.now()) < 2000, "the store's clock, in µs");
+      });
+
+      it("queue mode: each msg reserves the next free instant, T apart, and past maxWait nothing is reserved", async () => {
+        const out = await reserve(40, 20, 1, 60_000);
+        assert.ok(out.every((o) => o.allowed));
+        assert.deepEqual(out.map((o) => o.waitUs), Array.from({ length: 40 }, (_, i) => i * 50_000));
+        const bounded = await reserve(5, 20, 1, 2050, ceiling("other"));
+        assert.deepEqual(bounded.map((o) => o.allowed), [true, true, true, true, true]);
+        const over = await reserve(3, 20, 1, 200, ceiling("other"));
+        assert.deepEqual(over.map((o) => [o.allowed, Math.round(o.waitUs / 1000)]), [[false, 250], [false, 250], [false, 250]], "a refusal moves nothing");
+      });
+
+      it("keeps ceilings apart and frees the ceiling as time passes", async () => {
+        assert.equal((await reserve(1, 10, 1, 0, ceilingKey(prefix, "acme", { kind: "channel", channel: "sms" })))[0]?.allowed, true);
+        assert.equal((await reserve(1, 10, 1, 0, ceilingKey(prefix, "acme", { kind: "key", value: "sms" })))[0]?.allowed, true);
+        assert.equal((await reserve(1, 10, 1, 0))[0]?.allowed, true);
+        const refused = (await reserve(1, 10, 1, 0))[0];
+        assert.equal(refused?.allowed, false);
+        await sleep(Math.ceil((refused?.waitUs ?? 0) / 1000) + 5);
+        assert.equal((await reserve(1, 10, 1, 0))[0]?.allowed, true);
+      });
     });
   });
 }
