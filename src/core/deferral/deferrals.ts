@@ -87,12 +87,12 @@ export class Deferrals {
    * nodes it sends to should be there first). Returns the unregistration,
    * which resolves once the poller's round in progress is over.
    */
-  register(gate: string, handler: ReleaseHandler): () => Promise<void> {
+  register(gate: string, handler: ReleaseHandler, timing: { minSleepMs?: number } = {}): () => Promise<void> {
     if (this.closing) throw new Error("defer queue is closed");
     const existing = this.running.get(gate);
     const queue = this.queueOf(gate);
     const poller = existing?.poller ?? new DeferPoller({
-      queue, ...this.polling,
+      queue, ...this.polling, ...(timing.minSleepMs !== undefined ? { minSleepMs: timing.minSleepMs } : {}),
       onDue: (msgs) => this.release(gate, msgs),
       onError: (err) => this.warnOnce(`defer queue of gate ${gate}: ${err instanceof Error ? err.message : String(err)}`),
     });
@@ -116,12 +116,38 @@ export class Deferrals {
   }
 
   /** Holds a msg, through the send queue when there is one (batched with the other holds of a burst). */
-  async hold(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
-    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}) };
+  async hold(entry: DeferInput, collapseKey?: string, tag?: string): Promise<DeferResult> {
+    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}), ...(tag !== undefined ? { tag } : {}) };
     if (this.holds && this.options.access) return this.options.access.submit(this.holds, item);
     const [result] = await this.holdMany([item]);
     if (result instanceof Error) throw result;
     return result as DeferResult;
+  }
+
+  /**
+   * Takes every msg of `gate` held under `tag` now, whatever its due time, and
+   * hands each to `each` (msg.flush releases them, msg.reset drops them), then
+   * acks them: each is handed out once, even with several instances. Returns
+   * how many. A msg `each` throws on is reported and acked with the others.
+   */
+  async takeTagged(gate: string, tag: string, each: ReleaseHandler): Promise<number> {
+    const queue = this.queueOf(gate);
+    let taken = 0;
+    for (;;) {
+      const msgs = await queue.takeTagged(tag, this.polling.batch, this.polling.leaseMs);
+      for (const held of msgs) {
+        try {
+          each(held);
+        } catch (err) {
+          this.options.warn(`gate ${gate} could not hand out held msg ${held.id}: ${(err as Error).message}`);
+        }
+      }
+      if (msgs.length > 0) await queue.ack(msgs.map((m) => m.id));
+      taken += msgs.length;
+      if (msgs.length < this.polling.batch) break;
+    }
+    void this.refreshSize(gate);
+    return taken;
   }
 
   /** Holds many msgs (one store call per gate's queue); each result is its item's, or the Error that refused it. */
