@@ -27,6 +27,8 @@ export interface DeferredMsg {
   deadline?: number;
   /** the Node-RED msg as JSON-safe data (the caller serialises) */
   msg: Record<string, unknown>;
+  /** what the gate that held it needs back at release, beside the msg (the throughput-gate: its ceiling, the recipient whose claims it carries) */
+  meta?: Record<string, string>;
   /**
    * msgs merged into this one (collapse disposition), in arrival order, at
    * most MAX_MERGED (the newest). It does NOT include this msg itself: a
