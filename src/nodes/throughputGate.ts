@@ -175,7 +175,8 @@ export default function register(RED: NodeAPI): void {
       stops.push(service.deferrals.register(node.id, (held) => {
         heldMeta.set(held.msg, { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? service.settings.defaultOrg });
         release(held, false);
-      }, { minSleepMs: 1 }));
+        // paced msgs fall due every few ms: wake every ms, and take again at once after a release
+      }, { minSleepMs: 1, steady: true }));
       stops.push(service.deferrals.onSize(node.id, (held) => {
         status.holding(held);
         metrics?.counts.holding(held);

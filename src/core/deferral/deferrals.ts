@@ -87,12 +87,12 @@ export class Deferrals {
    * nodes it sends to should be there first). Returns the unregistration,
    * which resolves once the poller's round in progress is over.
    */
-  register(gate: string, handler: ReleaseHandler, timing: { minSleepMs?: number } = {}): () => Promise<void> {
+  register(gate: string, handler: ReleaseHandler, timing: { minSleepMs?: number; steady?: boolean } = {}): () => Promise<void> {
     if (this.closing) throw new Error("defer queue is closed");
     const existing = this.running.get(gate);
     const queue = this.queueOf(gate);
     const poller = existing?.poller ?? new DeferPoller({
-      queue, ...this.polling, ...(timing.minSleepMs !== undefined ? { minSleepMs: timing.minSleepMs } : {}),
+      queue, ...this.polling, ...(timing.minSleepMs !== undefined ? { minSleepMs: timing.minSleepMs } : {}), ...(timing.steady ? { steady: true } : {}),
       onDue: (msgs) => this.release(gate, msgs),
       onError: (err) => this.warnOnce(`defer queue of gate ${gate}: ${err instanceof Error ? err.message : String(err)}`),
     });
