@@ -114,7 +114,7 @@ async function main(): Promise<void> {
       console.log("");
       console.log(skipTable(throughputRows.skip));
       console.log("");
-      console.log("pacing: twice the asked rate offered for 1 s in 10 ms slices; the gate in queue mode (burst 1) releases each held msg at its reserved instant, "
+      console.log("pacing: twice the asked rate offered for 1 s in 2 ms slices; the gate in queue mode (burst 1) releases each held msg at its reserved instant, "
         + "late = actual − release_at; the delay node (rate limit, all msgs, none dropped), late = actual − (first + i / rate); at most 4 s to drain");
       console.log("");
       console.log(pacingTable(throughputRows.pacing));

@@ -34,7 +34,9 @@ export interface ThroughputContext {
   progress: (text: string) => void;
 }
 
-export const PACING_RATES = [100, 1_000, 10_000] as const;
+export const PACING_RATES: readonly number[] = process.env.BENCH_THROUGHPUT_RATES
+  ? process.env.BENCH_THROUGHPUT_RATES.split(",").map(Number)
+  : [100, 1_000, 10_000];
 const SKIP_MSGS = 50_000;
 const IN_FLIGHT = 2_000;
 /** each pacing row offers twice the rate for this long, so a queue builds and drains over about twice as long */
@@ -108,14 +110,19 @@ async function skipRow(ctx: ThroughputContext, store: StoreKind): Promise<SkipRo
   return { store, msgs: SKIP_MSGS, msgsPerSec: (allowed + skipped) / seconds, allowed, skipped, failOpen };
 }
 
-/** Offers twice `rate` for OFFER_MS, in 10 ms slices: what goes in every 10 ms. */
+/** msgs arrive every SLICE_MS (an MQTT or HTTP source spreads them out; one slice's msgs are handled in one tick) */
+const SLICE_MS = 2;
+
+/** Offers twice `rate` for OFFER_MS, in SLICE_MS slices: exactly 2 × rate × OFFER_MS / 1000 msgs, spread evenly. */
 async function offer(input: Node, rate: number): Promise<number> {
-  const perSlice = Math.max(1, Math.round((rate * 2) / 100));
+  const total = Math.round((rate * 2 * OFFER_MS) / 1000);
+  const slices = OFFER_MS / SLICE_MS;
   let n = 0;
   const started = Date.now();
-  for (let slice = 0; slice < OFFER_MS / 10; slice++) {
-    for (let i = 0; i < perSlice; i++) input.receive({ recipient: `r${n}`, channel: "sms", messageId: `m${n++}` } as NodeMessage);
-    const next = started + (slice + 1) * 10;
+  for (let slice = 0; slice < slices; slice++) {
+    const upTo = Math.round((total * (slice + 1)) / slices);
+    while (n < upTo) input.receive({ recipient: `r${n}`, channel: "sms", messageId: `m${n++}` } as NodeMessage);
+    const next = started + (slice + 1) * SLICE_MS;
     await sleep(Math.max(0, next - Date.now()));
   }
   return n;
@@ -137,8 +144,14 @@ async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number
   });
   bench.on("skipped", () => { out++; });
   collectGarbage();
+  const offerStart = performance.timeOrigin + performance.now();
   const offered = await offer(bench.input, rate);
   await until(() => out >= offered, DRAIN_LIMIT_MS);
+  if (process.env.BENCH_THROUGHPUT_DEBUG) {
+    const during = late.filter((_, i) => (times[i] as number) < offerStart + OFFER_MS);
+    const after = late.filter((_, i) => (times[i] as number) >= offerStart + OFFER_MS);
+    ctx.progress(`during offer ${JSON.stringify(summarize(Float64Array.from(during)))} n=${during.length}; after ${JSON.stringify(summarize(Float64Array.from(after)))} n=${after.length}`);
+  }
   return pacingRow(`throughput-gate queue (${store})`, rate, offered, late, times);
 }
 
@@ -168,7 +181,7 @@ function pacingRow(who: string, rate: number, offered: number, late: number[], t
 /** The throughput rows: skip mode on both stores, then each rate through the gate (both stores) and the delay node. */
 export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip: SkipRow[]; pacing: PacingRow[] }> {
   const skip: SkipRow[] = [];
-  for (const store of ["memory", "redis"] as const) {
+  for (const store of process.env.BENCH_THROUGHPUT_DEBUG ? [] : ["memory", "redis"] as const) {
     ctx.progress(`throughput: skip mode, ${SKIP_MSGS} msgs into a ${store} gate`);
     skip.push(await skipRow(ctx, store));
   }
@@ -178,6 +191,7 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip:
       ctx.progress(`throughput: queue mode at ${rate}/s (${store})`);
       pacing.push(await gatePacing(ctx, store, rate));
     }
+    if (process.env.BENCH_THROUGHPUT_DEBUG) continue;
     ctx.progress(`throughput: delay node at ${rate}/s`);
     pacing.push(await delayPacing(ctx, rate));
   }

@@ -53,6 +53,7 @@ export class Deferrals {
   private closing = false;
   private lastWarning = "";
   private readonly holds: Lane<DeferItem, DeferResult> | undefined;
+  private tickHolds: { item: DeferItem; resolve: (result: DeferResult | Error) => void }[] = [];
 
   constructor(private readonly options: DeferralsOptions) {
     this.polling = { ...DEFER_POLLING, ...options.polling };
@@ -118,10 +119,24 @@ export class Deferrals {
   /** Holds a msg, through the send queue when there is one (batched with the other holds of a burst). */
   async hold(entry: DeferInput, collapseKey?: string, tag?: string): Promise<DeferResult> {
     const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}), ...(tag !== undefined ? { tag } : {}) };
-    if (this.holds && this.options.access) return this.options.access.submit(this.holds, item);
-    const [result] = await this.holdMany([item]);
+    if (this.holds && this.options.access?.queue) return this.options.access.submit(this.holds, item);
+    // no send queue (the memory store): the holds of one tick still go together, one queue call (one journal write) per gate
+    const result = await new Promise<DeferResult | Error>((resolve) => {
+      this.tickHolds.push({ item, resolve });
+      if (this.tickHolds.length === 1) setImmediate(() => this.holdTick());
+    });
     if (result instanceof Error) throw result;
-    return result as DeferResult;
+    return result;
+  }
+
+  /** The holds made in one tick without a send queue, in one holdMany. */
+  private holdTick(): void {
+    const waiting = this.tickHolds;
+    this.tickHolds = [];
+    this.holdMany(waiting.map((w) => w.item)).then(
+      (results) => waiting.forEach((w, i) => w.resolve(results[i] ?? new Error("defer: no answer"))),
+      (err: unknown) => waiting.forEach((w) => w.resolve(err instanceof Error ? err : new Error(String(err)))),
+    );
   }
 
   /**
