@@ -9,6 +9,8 @@ export type ReleaseHandler = (held: DeferredMsg) => void;
 /** How a gate's poller takes held msgs (the bench uses the same). A large batch keeps releases on time under load. */
 export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as const;
 const SIZE_REFRESH_MS = 2_000;
+/** how soon after a hold the gate's count of held msgs is asked again (once, however many holds came meanwhile) */
+const SIZE_AFTER_HOLD_MS = 50;
 /** how often the msgs of gates that run nowhere are checked (dropped once past their deadline) */
 const SWEEP_MS = 30_000;
 /** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
@@ -45,7 +47,7 @@ interface Running {
 export class Deferrals {
   private readonly running = new Map<string, Running>();
   private readonly queues = new Map<string, DeferQueue>();
-  private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void> }>();
+  private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean }>();
   private readonly timers: NodeJS.Timeout[] = [];
   /** gates that held msgs in this process: they say they run here (a gate that never held has nothing to orphan) */
   private readonly holding = new Set<string>();
@@ -264,14 +266,22 @@ export class Deferrals {
 
   private held(gate: string): void {
     this.running.get(gate)?.poller.wake();
-    void this.refreshSize(gate);
+    // a burst holds in many batches: count the queue once per SIZE_AFTER_HOLD_MS, not once per batch (a round trip each)
+    const size = this.sizeOf(gate);
+    if (!size.refreshing) {
+      size.refreshing = true;
+      setTimeout(() => {
+        size.refreshing = false;
+        void this.refreshSize(gate);
+      }, SIZE_AFTER_HOLD_MS).unref();
+    }
     if (!this.holding.has(gate)) {
       this.holding.add(gate);
       void this.beat().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
     }
   }
 
-  private sizeOf(gate: string): { held: number; listeners: Set<(held: number) => void> } {
+  private sizeOf(gate: string): { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean } {
     let size = this.sizes.get(gate);
     if (!size) {
       size = { held: 0, listeners: new Set() };
