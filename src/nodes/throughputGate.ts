@@ -205,6 +205,10 @@ export default function register(RED: NodeAPI): void {
         heldMsg.admission = { ...resetAdmission(heldMsg.admission, label, { gate: GATE, now: new Date() }), release_id: releaseId(held) };
         dropped.push(heldMsg);
       });
+      if (dropped.length > 0) {
+        // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them)
+        await svc.throughput.refund(org, scope, s.limit, dropped.length).catch((err: Error) => node.warn(`msg.reset: could not give back ${dropped.length} reserved instant(s) of ${label}: ${err.message}`));
+      }
       for (const heldMsg of dropped) {
         await giveBack(svc, heldMsg);
         status.skipped();

@@ -365,6 +365,19 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
         assert.deepEqual(over.map((o) => [o.allowed, Math.round(o.waitUs / 1000)]), [[false, 250], [false, 250], [false, 250]], "a refusal moves nothing");
       });
 
+      it("gives back reservations: the TAT moves back by n × T, never into the past", async () => {
+        const limit = gcraLimit(10, 1, 1);
+        const held = await reserve(5, 10, 1, 60_000);
+        assert.deepEqual(held.map((o) => o.waitUs), [0, 100_000, 200_000, 300_000, 400_000]);
+        const [back] = await store.throughputRefund([{ key: ceiling(), emissionUs: limit.emissionUs, count: 2 }]);
+        assert.ok(typeof back === "number" && back > 0);
+        const next = (await reserve(1, 10, 1, 60_000))[0]?.waitUs ?? 0;
+        assert.ok(next > 250_000 && next <= 300_000, `the next takes the first instant given back (${next} µs, not 500,000)`);
+        await store.throughputRefund([{ key: ceiling(), emissionUs: limit.emissionUs, count: 100 }]);
+        assert.deepEqual((await reserve(2, 10, 1, 0)).map((o) => o.allowed), [true, false], "back to now, not before it: no extra burst");
+        assert.deepEqual(await store.throughputRefund([{ key: ceiling("never-seen"), emissionUs: limit.emissionUs, count: 1 }]), [0]);
+      });
+
       it("keeps ceilings apart and frees the ceiling as time passes", async () => {
         assert.equal((await reserve(1, 10, 1, 0, ceilingKey(prefix, "acme", { kind: "channel", channel: "sms" })))[0]?.allowed, true);
         assert.equal((await reserve(1, 10, 1, 0, ceilingKey(prefix, "acme", { kind: "key", value: "sms" })))[0]?.allowed, true);

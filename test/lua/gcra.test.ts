@@ -39,4 +39,18 @@ describe("lua/gcra.lua in Redis", () => {
     assert.equal(again[1], 0);
     assert.equal(await redis.get(key), tat, "a refusal leaves the ceiling as it was");
   });
+
+  it("lua/gcra_refund.lua moves the TAT back by n × T, not before now, and leaves a missing ceiling missing", async () => {
+    const key = `${prefix}:{o|t|o}:tp`;
+    const reserved = await run([key, key, key], [100_000, 0, 1_000_000, 100_000, 0, 1_000_000, 100_000, 0, 1_000_000]);
+    const now = reserved[0] as number;
+    assert.equal(await redis.get(key), String(now + 300_000));
+    const refund = luaScript("gcra_refund");
+    const back = await redis.eval(refund, 2, key, `${prefix}:{o|t|k|gone}:tp`, 100_000, 1, 100_000, 1) as number[];
+    assert.equal(back[1], now + 200_000);
+    assert.equal(back[2], 0);
+    assert.equal(await redis.exists(`${prefix}:{o|t|k|gone}:tp`), 0);
+    const all = await redis.eval(refund, 1, key, 100_000, 50) as number[];
+    assert.equal(all[1], all[0], "never into the past");
+  });
 });

@@ -88,6 +88,13 @@ export interface ThroughputRequest {
   maxWaitUs: number;
 }
 
+/** Reservations to give back to a ceiling (its held msgs were dropped). */
+export interface ThroughputRefund {
+  key: string;
+  emissionUs: number;
+  count: number;
+}
+
 export interface ThroughputOutcome {
   /** reserved: it may leave `waitUs` from now */
   allowed: boolean;
@@ -153,6 +160,8 @@ export interface AdmissionStore {
   checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]>;
   /** GCRA reservations against throughput ceilings, in order, each atomic (SPEC §8). */
   throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]>;
+  /** Gives back reservations: TAT = max(now, TAT − count × T); answers the TAT after, µs (0: the ceiling has no state). */
+  throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]>;
   /** Read-only: each counter's count in its window and the wait until it has a free slot; claims nothing. */
   inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]>;
   /** Writes (or, without entry, removes) block-list entries. */

@@ -1,8 +1,8 @@
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
-  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRequest,
+  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
-import { gcraKeepMs, gcraStep } from "../throughput/gcra";
+import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
 
@@ -114,6 +114,18 @@ export class MemoryStore implements AdmissionStore {
       const step = gcraStep(tat, nowUs, { emissionUs: r.emissionUs, toleranceUs: r.toleranceUs }, Math.max(0, Math.floor(r.maxWaitUs)));
       if (step.allowed) this.ceilings.set(r.key, { tat: step.tat, expiresAt: nowMs + gcraKeepMs(step.tat, nowUs) });
       return { allowed: step.allowed, nowUs, waitUs: step.waitUs };
+    });
+  }
+
+  async throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
+    const nowMs = this.clock();
+    const nowUs = Math.round(nowMs * 1000);
+    return refunds.map((r) => {
+      const tat = live(this.ceilings, r.key, nowMs)?.tat;
+      if (tat === undefined) return 0;
+      const back = gcraRefund(tat, nowUs, r.emissionUs, Math.max(0, Math.floor(r.count)));
+      this.ceilings.set(r.key, { tat: back, expiresAt: nowMs + gcraKeepMs(back, nowUs) });
+      return back;
     });
   }
 

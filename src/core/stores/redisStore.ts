@@ -1,7 +1,7 @@
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
-  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRequest,
+  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
 import { entryTail, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
@@ -23,6 +23,7 @@ interface ScriptCommands {
   sendgateRelease: ScriptCall;
   sendgateSuppression: ScriptCall;
   sendgateGcra: ScriptCall;
+  sendgateGcraRefund: ScriptCall;
 }
 
 /** Bulk writes go out in slices, so a 10,000-entry import never builds one giant batch. */
@@ -207,6 +208,13 @@ const gcraBatch: ScriptBatch<ThroughputRequest, ThroughputOutcome> = {
   },
 };
 
+const gcraRefundBatch: ScriptBatch<ThroughputRefund, number> = {
+  call: "sendgateGcraRefund",
+  keysOf: (r) => [r.key],
+  argsOf: (items) => items.flatMap((r) => [r.emissionUs, Math.max(0, Math.floor(r.count))]),
+  read: (reply, items) => items.map((_, i) => Number(reply[1 + i])),
+};
+
 /**
  * One Redis answers a batch in one script call, so batches can be large. A
  * cluster needs one call per hash slot, and recipients rarely share one: a
@@ -237,6 +245,7 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
     this.client.defineCommand("sendgateGcra", { lua: luaScript("gcra") });
+    this.client.defineCommand("sendgateGcraRefund", { lua: luaScript("gcra_refund") });
     this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
     this.client.on("ready", () => {
@@ -273,6 +282,10 @@ export class RedisStore implements AdmissionStore {
 
   throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]> {
     return this.batch(gcraBatch, requests);
+  }
+
+  throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
+    return this.batch(gcraRefundBatch, refunds);
   }
 
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {

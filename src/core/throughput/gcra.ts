@@ -43,6 +43,11 @@ export function gcraStep(tat: number | undefined, nowUs: number, limit: GcraLimi
   return { allowed: true, waitUs, tat: base + limit.emissionUs };
 }
 
+/** Gives back `count` reservations (their msgs were dropped): the TAT moves back, never into the past. */
+export function gcraRefund(tat: number, nowUs: number, emissionUs: number, count: number): number {
+  return Math.max(nowUs, tat - count * emissionUs);
+}
+
 /** How long the store keeps a key after `tat`'s step: past the TAT it means nothing (a fresh key), plus a grace second. */
 export function gcraKeepMs(tat: number, nowUs: number): number {
   return Math.ceil((tat - nowUs) / 1000) + 1000;

@@ -1,7 +1,7 @@
 import type { StoreUnavailableError } from "../errors";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
-import type { ThroughputOutcome, ThroughputRequest } from "../stores/admissionStore";
+import type { ThroughputOutcome, ThroughputRefund, ThroughputRequest } from "../stores/admissionStore";
 import type { GcraLimit } from "./gcra";
 import { ceilingKey, type CeilingScope } from "./throughputKeys";
 
@@ -12,9 +12,17 @@ import { ceilingKey, type CeilingScope } from "./throughputKeys";
  */
 export class ThroughputLimiter {
   private readonly lane: Lane<ThroughputRequest, ThroughputOutcome>;
+  private readonly refunds: Lane<ThroughputRefund, number>;
 
   constructor(private readonly access: StoreAccess, private readonly keyPrefix: string) {
     this.lane = access.lane("throughput", (store, items) => store.throughput(items));
+    // finishing work already begun (msgs were dropped): never refused as overloaded
+    this.refunds = access.lane("throughput-refund", (store, items) => store.throughputRefund(items), { bounded: false });
+  }
+
+  /** Gives back the instants `count` dropped msgs had reserved (msg.reset), so the msgs after them need not wait for nothing. */
+  refund(org: string, scope: CeilingScope, limit: GcraLimit, count: number): Promise<number> {
+    return this.access.submit(this.refunds, { key: ceilingKey(this.keyPrefix, org, scope), emissionUs: limit.emissionUs, count });
   }
 
   /**
