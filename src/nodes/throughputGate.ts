@@ -82,6 +82,13 @@ function scopeValue(value: unknown): string {
   return boundedText("key", value);
 }
 
+/** A control msg's org: its own (checked as a send's), else the cap-config's default. */
+function controlOrg(value: unknown, fallback: string): string {
+  if (value === undefined || value === null || value === "") return fallback;
+  if (typeof value !== "string") throw new SendFieldError("org", `must be a string, got ${typeof value}`);
+  return boundedText("org", value);
+}
+
 function hasOwn(msg: object, name: string): boolean {
   return Object.hasOwn(msg, name);
 }
@@ -146,7 +153,7 @@ export default function register(RED: NodeAPI): void {
       const label = held.meta?.ceiling ?? "";
       if (held.expiresAt !== undefined && now.getTime() > held.expiresAt && service) {
         msg.admission = expiredAdmission(msg.admission, held.expiresAt, "throughput_exceeded", { gate: GATE, now }, releaseId(held));
-        void giveBack(service, msg).then(() => {
+        void giveBack(msg, holderOf(held, service)).then(() => {
           status.skipped();
           emit([null, msg, null]);
         });
@@ -159,24 +166,19 @@ export default function register(RED: NodeAPI): void {
     }
 
     /** Gives back what earlier gates claimed for a held msg that will not go out (reset, expired). */
-    async function giveBack(svc: CapService, msg: AdmittedMsg): Promise<void> {
-      await giveBackClaims({ RED, node }, msg.admission as Admission, holderOf(msg, svc));
+    async function giveBack(msg: AdmittedMsg, holder: { recipient: string; org: string }): Promise<void> {
+      await giveBackClaims({ RED, node }, msg.admission as Admission, holder);
     }
 
-    function holderOf(msg: AdmittedMsg, svc: CapService): { recipient: string; org: string } {
-      const meta = heldMeta.get(msg);
-      return { recipient: meta?.recipient ?? "", org: meta?.org ?? svc.settings.defaultOrg };
+    /** Whose claims a held msg carries: kept beside it in the queue (meta), as the gate read them when it held it. */
+    function holderOf(held: DeferredMsg, svc: CapService): { recipient: string; org: string } {
+      return { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? svc.settings.defaultOrg };
     }
-    /** the holder of each msg handed out of the queue, while it is being given back */
-    const heldMeta = new WeakMap<object, { recipient: string; org: string }>();
 
     const stops = [] as (() => void | Promise<void>)[];
     if (service && !problem) {
-      stops.push(service.deferrals.register(node.id, (held) => {
-        heldMeta.set(held.msg, { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? service.settings.defaultOrg });
-        release(held, false);
-        // paced msgs fall due every few ms: wake every ms, and take again at once after a release
-      }, { minSleepMs: 1, steady: true }));
+      // paced msgs fall due every few ms: wake every ms, and take again at once after a release
+      stops.push(service.deferrals.register(node.id, (held) => release(held, false), { minSleepMs: 1, steady: true }));
       stops.push(service.deferrals.onSize(node.id, (held) => {
         status.holding(held);
         metrics?.counts.holding(held);
@@ -190,27 +192,26 @@ export default function register(RED: NodeAPI): void {
     async function control(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, reset: boolean): Promise<void> {
       const read = reader.read(msg);
       const raw = read instanceof Promise ? await read : read;
-      const org = raw.org === undefined || raw.org === null || raw.org === "" ? svc.settings.defaultOrg : scopeValue(raw.org);
+      const org = controlOrg(raw.org, svc.settings.defaultOrg);
       const scope = await scopeOf(msg, s, () => parseSend({ ...raw, recipient: "control" }, svc.sendRules).channel);
       const key = ceilingKey(svc.settings.keyPrefix, org, scope);
       const label = ceilingLabel(org, scope);
-      const dropped: AdmittedMsg[] = [];
+      const dropped: { msg: AdmittedMsg; holder: { recipient: string; org: string } }[] = [];
       await svc.deferrals.takeTagged(node.id, tagOf(key), (held) => {
         if (!reset) {
           release(held, true);
           return;
         }
         const heldMsg = held.msg as AdmittedMsg;
-        heldMeta.set(heldMsg, { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? svc.settings.defaultOrg });
         heldMsg.admission = { ...resetAdmission(heldMsg.admission, label, { gate: GATE, now: new Date() }), release_id: releaseId(held) };
-        dropped.push(heldMsg);
+        dropped.push({ msg: heldMsg, holder: holderOf(held, svc) });
       });
       if (dropped.length > 0) {
         // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them)
         await svc.throughput.refund(org, scope, s.limit, dropped.length).catch((err: Error) => node.warn(`msg.reset: could not give back ${dropped.length} reserved instant(s) of ${label}: ${err.message}`));
       }
-      for (const heldMsg of dropped) {
-        await giveBack(svc, heldMsg);
+      for (const { msg: heldMsg, holder } of dropped) {
+        await giveBack(heldMsg, holder);
         status.skipped();
         emit([null, heldMsg, null]);
       }
