@@ -19,6 +19,8 @@ import { burstTable, type BurstReport } from "./report/burstTable";
 import { coreTables } from "./report/coreTable";
 import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
+import { pacingTable, skipTable } from "./report/throughputTable";
+import { measureThroughput } from "./throughput/measureThroughput";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
 
@@ -33,7 +35,8 @@ async function main(): Promise<void> {
   const bursts = !settings.only || settings.only.includes("burst");
   const adPath = !settings.only || settings.only.includes("adpath");
   const core = !settings.only || settings.only.includes("core");
-  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core");
+  const throughput = !settings.only || settings.only.includes("throughput");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core" && name !== "throughput");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -65,6 +68,7 @@ async function main(): Promise<void> {
       : [];
     const adRows = adPath ? await measureAdPath({ red: host.red, completions, redis, endpoint, settings, prefix, progress }) : [];
     const coreRows = core ? await measureCore(settings, progress) : undefined;
+    const throughputRows = throughput ? await measureThroughput({ red: host.red, redisUrl: settings.redisUrl, prefix, progress }) : undefined;
 
     console.log(machineLine(machine, postgres));
     if (rows.length > 0) {
@@ -103,6 +107,19 @@ async function main(): Promise<void> {
       console.log("");
       console.log(coreTables(coreRows));
       if (coreRows.equal.core.overCap + coreRows.tiered.core.overCap > 0) process.exitCode = 1;
+    }
+    if (throughputRows) {
+      console.log("");
+      console.log("throughput-gate, skip mode: 10,000/s with a burst of 10,000, 50,000 msgs over 10,000 recipients, at most 2,000 in the gate at once");
+      console.log("");
+      console.log(skipTable(throughputRows.skip));
+      console.log("");
+      console.log("pacing: twice the asked rate offered for 1 s in 2 ms slices; the gate in queue mode (burst 1) releases each held msg at its reserved instant, "
+        + "late = actual − release_at (released: the held msgs); the delay node (rate limit, all msgs, none dropped), late = actual − (first + i / rate); at most 4 s to drain; "
+        + "\"while offered\": released during the 1 s msgs arrive (taking them in shares the event loop), \"after\": the rest");
+      console.log("");
+      console.log(pacingTable(throughputRows.pacing));
+      if (throughputRows.skip.some((r) => r.failOpen > 0)) process.exitCode = 1;
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

@@ -6,6 +6,7 @@ import { gateNodes, helper, type Msg } from "./support/nodeRed";
 import { connectAsync } from "mqtt";
 import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
 import quietHoursGate from "../src/nodes/quietHoursGate";
+import throughputGate from "../src/nodes/throughputGate";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const coreNodes = [
@@ -110,6 +111,46 @@ describe("examples/", function () {
       assert.equal(seen.get("delivered")?.at(-1)?.recipient, "bob");
       await press("send without recipient");
       assert.match(((seen.get("error")?.[0]?.error) as { message: string }).message, /recipient/);
+    });
+  });
+
+  describe("throughput.json", () => {
+    before(() => helper.startServer());
+    after(() => helper.stopServer());
+    afterEach(() => helper.unload());
+
+    it("skips what is over 10/s with the exact wait, paces a burst in the queue, and resets and flushes held msgs", async () => {
+      const flow = example("throughput.json");
+      await helper.load([...gateNodes, throughputGate, ...coreNodes], flow);
+      const seen = (name: string) => {
+        const list: Msg[] = [];
+        (helper.getNode(byName(flow, "debug", name)) as Node).on("input", (m: NodeMessage) => list.push(m as Msg));
+        return list;
+      };
+      const [queued, reset, passed, skipped, errors] = ["queue: allowed", "queue: skipped (reset)", "skip: allowed", "skip: skipped", "error"].map(seen) as Msg[][];
+      const press = (name: string) => (helper.getNode(byName(flow, "inject", name)) as Node).receive({});
+      const until = async (done: () => boolean) => {
+        for (let t = 0; t < 400 && !done(); t++) await new Promise((r) => setTimeout(r, 5));
+      };
+      press("30 SMS for acme → skip");
+      await until(() => passed!.length + skipped!.length === 30);
+      assert.equal(passed!.length, 10);
+      assert.equal(skipped!.length, 20);
+      assert.ok(skipped!.every((m) => (m.admission as { reason: string; retry_after_seconds: number }).reason === "throughput_exceeded"
+        && (m.admission as { retry_after_seconds: number }).retry_after_seconds <= 0.1));
+      press("30 SMS for acme → queue");
+      await until(() => queued!.length >= 5);
+      await new Promise((r) => setTimeout(r, 250));
+      press("reset acme's held SMS");
+      await until(() => queued!.length + reset!.length === 30);
+      assert.ok(queued!.length >= 5 && queued!.length <= 9, `${queued!.length} paced before the reset`);
+      assert.ok(reset!.every((m) => (m.admission as { reason: string }).reason === "reset"));
+      press("30 SMS for acme → queue");
+      await new Promise((r) => setTimeout(r, 100));
+      press("flush acme's held SMS");
+      await until(() => queued!.length + reset!.length === 60);
+      assert.equal(queued!.length + reset!.length, 60, "every msg left, none lost");
+      assert.equal(errors!.length, 0);
     });
   });
 

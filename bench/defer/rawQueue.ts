@@ -83,6 +83,7 @@ async function drainAll(queue: DeferQueue, count: number): Promise<{ released: n
     defer: (entry, key) => queue.defer(entry, key),
     deferMany: (items) => queue.deferMany(items),
     dropExpired: (limit) => queue.dropExpired(limit),
+    takeTagged: (tag, limit, leaseMs) => queue.takeTagged(tag, limit, leaseMs),
     takeDue: (limit, leaseMs) => queue.takeDue(limit, leaseMs),
     async ack(ids) {
       await queue.ack(ids);

@@ -62,6 +62,8 @@ export interface Admission {
   first_deferred_at?: string;
   /** the shadow caps that would have refused this admitted msg (SPEC §3, §4 enforcement) */
   shadow?: ShadowRefusal[];
+  /** throughput-gate: the ceiling (org, org/channel or org/value) the msg was judged against */
+  throughput_key?: string;
   /** the disposition a refusal asked for ("defer", "collapse"), for the adapter that holds the msg */
   disposition?: string;
   claims: AdmissionClaim[];

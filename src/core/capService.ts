@@ -30,6 +30,7 @@ import { deferCodec, LocalGateRegistry, MemoryDeferStore, migrateLegacyQueue, Re
 import { Deferrals } from "./deferral/deferrals";
 import { AdmissionMetrics } from "./metrics/admissionMetrics";
 import { RuleCacheStats } from "./pgRules/ruleCache";
+import { ThroughputLimiter } from "./throughput/throughputLimiter";
 
 /** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
 export const ADMIN_WAIT_MS = 5000;
@@ -171,6 +172,8 @@ export class CapService {
   readonly engine: CapEngine;
   readonly suppression: SuppressionEngine;
   readonly deferrals: Deferrals;
+  /** throughput ceilings (GCRA), shared by every instance on the same store */
+  readonly throughput: ThroughputLimiter;
   readonly sendRules: SendRules;
   /** its gates' outcomes and its send path's state, for `GET …/metrics` and the editor's sidebar */
   readonly metrics: AdmissionMetrics;
@@ -199,6 +202,7 @@ export class CapService {
       failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, warn: (text) => log.warn(text),
       onStoreCall: (call) => this.metrics.storeCall(call),
     });
+    this.throughput = new ThroughputLimiter(this.access, settings.keyPrefix);
     this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
     this.hmacSecret = hmac.hmacSecret;

@@ -90,3 +90,24 @@ export function secondsProblem(value: unknown, min: number, what: string, t: Tra
   const n = Number(value);
   return Number.isInteger(n) && n >= min ? null : t("sendgate.common.secondsFrom", { what, min });
 }
+
+/** A throughput-gate's rate or interval: a number above 0, or absent (the runtime's default). */
+export function positiveNumberProblem(value: unknown, what: string, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isFinite(n) && n > 0 ? null : t("sendgate.common.numberAbove", { what, min: 0 });
+}
+
+/** A throughput-gate's burst: a whole number from 1, or absent (the rate). */
+export function burstProblem(value: unknown, what: string, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 1 ? null : t("sendgate.common.wholeFrom", { what, min: 1 });
+}
+
+/** A wait in seconds (fractions allowed) from 0, or absent: the throughput-gate's maxWait. */
+export function waitSecondsProblem(value: unknown, what: string, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isFinite(n) && n >= 0 ? null : t("sendgate.common.numberFrom", { what, min: 0 });
+}

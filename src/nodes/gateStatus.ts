@@ -31,6 +31,8 @@ export class GateStatus {
   private readonly counts = { allowed: 0, skipped: 0, failOpen: 0, errors: 0, listChanges: 0, released: 0, recorded: 0, deferred: 0 };
   private held = 0;
   private waiting = 0;
+  /** a throughput-gate's current rate: how many it let through, per second */
+  private perSecond: (() => number) | undefined;
   private lastFailOpen = 0;
   private store: StoreState = "ready";
   private rules: RulesProviderState = "ok";
@@ -53,6 +55,8 @@ export class GateStatus {
   releasedHeld(): void { this.counts.deferred++; this.schedule(); }
   /** how many msgs this gate holds in its cap-config's defer queue */
   holding(count: number): void { this.held = count; this.schedule(); }
+  /** a throughput-gate shows the rate it lets msgs through at (asked at each redraw, which goes on while it holds msgs) */
+  showRate(perSecond: () => number): void { this.perSecond = perSecond; this.schedule(); }
   /** how many msgs wait in the cap-config's send queue (shown when > 0) */
   queued(count: number): void { this.waiting = count; this.schedule(); }
   recorded(): void { this.counts.recorded++; this.schedule(); }
@@ -130,6 +134,12 @@ export class GateStatus {
     // the send queue first: msgs waiting for the store say more about its health than msgs held by design
     if (this.waiting > 0) parts.push(this.counted("queued", this.waiting));
     if (this.held > 0) parts.push(this.counted("held", this.held));
+    if (this.perSecond) {
+      const rate = this.perSecond();
+      if (rate > 0 || this.held > 0) parts.push(this.counted("rate", rate));
+      // the rate falls back to 0 a second after the last msg: draw again until it has
+      if (rate > 0) this.schedule();
+    }
     if (errors > 0) parts.push(this.counted("caught", errors));
     if (listChanges > 0) parts.push(this.counted("listChanges", listChanges));
     this.node.status({ fill: health.fill, shape: health.shape, text: statusLine(parts) });

@@ -37,7 +37,8 @@ function walk(msg: NodeMessage, parts: readonly string[]): unknown {
   return value;
 }
 
-function fieldReader(RED: NodeAPI, node: Node, value: string, type: string): Reader {
+/** Reads one TypedInput property (msg / flow / global / env / JSONata / str …) of a msg: at once, or once a context store or JSONata answers. */
+export function fieldReader(RED: NodeAPI, node: Node, value: string, type: string): Reader {
   if (type === "msg") {
     const parts = fixedPath(RED, value);
     return parts ? (msg) => walk(msg, parts) : (msg) => RED.util.getMessageProperty(msg, value);

@@ -17,11 +17,11 @@ import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
 /** The editor's global, as the page.evaluate callbacks below see it. */
 declare const RED: { nodes: { filterNodes(filter: { type: string }): { id: string }[] } };
 
-const GATES = ["suppression-gate", "frequency-cap-gate", "quiet-hours-gate"] as const;
-const PALETTE_LABELS: Record<string, string> = { "suppression-gate": "suppress", "frequency-cap-gate": "freq cap", "quiet-hours-gate": "quiet hours" };
+const GATES = ["suppression-gate", "frequency-cap-gate", "quiet-hours-gate", "throughput-gate"] as const;
+const PALETTE_LABELS: Record<string, string> = { "suppression-gate": "suppress", "frequency-cap-gate": "freq cap", "quiet-hours-gate": "quiet hours", "throughput-gate": "throughput" };
 /** an i18n key shown instead of its text: a key missing from the catalogs the editor loaded */
-const RAW_KEY = /(?:^|[\s"(])(?:cap-config|sendgate|frequency-cap-gate|suppression-gate|quiet-hours-gate|common\.label)\.[a-zA-Z][\w.]*/;
-const EXAMPLES = ["ad-eligibility", "admission-chain", "frequency-cap-demo", "http-api-429", "quiet-hours"];
+const RAW_KEY = /(?:^|[\s"(])(?:cap-config|sendgate|frequency-cap-gate|suppression-gate|quiet-hours-gate|throughput-gate|common\.label)\.[a-zA-Z][\w.]*/;
+const EXAMPLES = ["ad-eligibility", "admission-chain", "frequency-cap-demo", "http-api-429", "quiet-hours", "throughput"];
 
 function helpFirstSentence(type: string): string {
   const html = readFileSync(join(ROOT, "nodes", "locales", "en-US", `${type}.html`), "utf8");
@@ -133,6 +133,15 @@ describe("the editor in Chromium [browser]", function () {
         assert.equal(await page.locator(".sendgate-checked-fields").isVisible(), true);
         assert.match(await page.locator(".sendgate-checked-fields").innerText(), /Category[\s\S]*Tier[\s\S]*Attributes[\s\S]*Own limits/);
         assert.match(await page.locator(".sendgate-checked-reason").innerText(), /does not decide on them/);
+      }
+      if (type === "throughput-gate") {
+        // the key is a TypedInput whose own types (org, org + channel) need no value; max wait only means something when queueing
+        const key = page.locator("#node-input-key + .red-ui-typedInput-container");
+        assert.match(await key.innerText(), /org/);
+        assert.equal(await page.locator("#node-input-maxWait").isVisible(), true);
+        await page.selectOption("#node-input-disposition", "skip");
+        assert.equal(await page.locator("#node-input-maxWait").isVisible(), false);
+        assert.equal(await page.inputValue("#node-input-rate"), "10");
       }
       await page.locator(".red-ui-tray-footer button:has(i.fa-book)").click();
       const help = page.locator(".red-ui-help", { hasText: helpFirstSentence(type) }).last();

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled } from "../../src/core/stores/admissionStore";
+import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled, ThroughputOutcome } from "../../src/core/stores/admissionStore";
+import { gcraLimit } from "../../src/core/throughput/gcra";
+import { ceilingKey } from "../../src/core/throughput/throughputKeys";
 import { sleep, uniquePrefix } from "../support/redis";
 
 function answered<T>(result: Settled<T> | undefined): T {
@@ -353,6 +355,62 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("answers from the store's own clock", async () => {
       const r = await claim("m", [spec("clock", 1)]);
       assert.ok(Math.abs(r.nowMs - Date.now()) < 2000);
+    });
+
+    describe("throughput ceilings (GCRA)", () => {
+      const ceiling = (name = "acme") => ceilingKey(prefix, name, { kind: "org" });
+      const reserve = async (n: number, rate: number, burst: number, maxWaitMs: number, key = ceiling()): Promise<ThroughputOutcome[]> => {
+        const limit = gcraLimit(rate, 1, burst);
+        return (await store.throughput(Array.from({ length: n }, () => ({ key, ...limit, maxWaitUs: maxWaitMs * 1000 })))).map((r) => answered(r));
+      };
+
+      it("skip mode: of 30 at once at 10/s with a burst of 10, exactly 10 pass; the rest conform in exactly 100 ms", async () => {
+        const out = await reserve(30, 10, 10, 0);
+        assert.equal(out.filter((o) => o.allowed).length, 10);
+        assert.deepEqual(out.slice(0, 10).map((o) => o.waitUs), new Array(10).fill(0));
+        assert.deepEqual(out.slice(10).map((o) => [o.allowed, o.waitUs]), new Array(20).fill([false, 100_000]));
+        assert.ok(Math.abs(out[0]!.nowUs / 1000 - Date.now()) < 2000, "the store's clock, in µs");
+      });
+
+      it("queue mode: each msg reserves the next free instant, T apart, and past maxWait nothing is reserved", async () => {
+        const out = await reserve(40, 20, 1, 60_000);
+        assert.ok(out.every((o) => o.allowed));
+        assert.deepEqual(out.map((o) => o.waitUs), Array.from({ length: 40 }, (_, i) => i * 50_000));
+        // one call (one clock reading): five within a wait of 205 ms, then three that may wait 200 ms at most
+        const limit = gcraLimit(20, 1, 1);
+        const key = ceiling("other");
+        const mixed = (await store.throughput([
+          ...Array.from({ length: 5 }, () => ({ key, ...limit, maxWaitUs: 205_000 })),
+          ...Array.from({ length: 3 }, () => ({ key, ...limit, maxWaitUs: 200_000 })),
+        ])).map((r) => answered(r));
+        assert.deepEqual(mixed.map((o) => [o.allowed, o.waitUs]), [
+          [true, 0], [true, 50_000], [true, 100_000], [true, 150_000], [true, 200_000],
+          [false, 250_000], [false, 250_000], [false, 250_000],
+        ], "a refusal moves nothing");
+      });
+
+      it("gives back reservations: the TAT moves back by n × T, never into the past", async () => {
+        const limit = gcraLimit(10, 1, 1);
+        const held = await reserve(5, 10, 1, 60_000);
+        assert.deepEqual(held.map((o) => o.waitUs), [0, 100_000, 200_000, 300_000, 400_000]);
+        const [back] = await store.throughputRefund([{ key: ceiling(), emissionUs: limit.emissionUs, count: 2 }]);
+        assert.ok(typeof back === "number" && back > 0);
+        const next = (await reserve(1, 10, 1, 60_000))[0]?.waitUs ?? 0;
+        assert.ok(next > 250_000 && next <= 300_000, `the next takes the first instant given back (${next} µs, not 500,000)`);
+        await store.throughputRefund([{ key: ceiling(), emissionUs: limit.emissionUs, count: 100 }]);
+        assert.deepEqual((await reserve(2, 10, 1, 0)).map((o) => o.allowed), [true, false], "back to now, not before it: no extra burst");
+        assert.deepEqual(await store.throughputRefund([{ key: ceiling("never-seen"), emissionUs: limit.emissionUs, count: 1 }]), [0]);
+      });
+
+      it("keeps ceilings apart and frees the ceiling as time passes", async () => {
+        assert.equal((await reserve(1, 10, 1, 0, ceilingKey(prefix, "acme", { kind: "channel", channel: "sms" })))[0]?.allowed, true);
+        assert.equal((await reserve(1, 10, 1, 0, ceilingKey(prefix, "acme", { kind: "key", value: "sms" })))[0]?.allowed, true);
+        assert.equal((await reserve(1, 10, 1, 0))[0]?.allowed, true);
+        const refused = (await reserve(1, 10, 1, 0))[0];
+        assert.equal(refused?.allowed, false);
+        await sleep(Math.ceil((refused?.waitUs ?? 0) / 1000) + 5);
+        assert.equal((await reserve(1, 10, 1, 0))[0]?.allowed, true);
+      });
     });
   });
 }

@@ -88,6 +88,24 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     assert.match(String(comms.of("error")[0]?.message), /recipient/);
   }));
 
+  it("throughput: 10 of a burst of 30 pass the skip gate, the queue gate paces all 30 out at 10/s, and the status says so", withExample("throughput.json", async ({ red, comms, press }) => {
+    await press("30 SMS for acme → skip");
+    await comms.until(30);
+    assert.equal(comms.of("skip: allowed").length, 10);
+    assert.deepEqual([...new Set(reasons(comms.of("skip: skipped")))], ["throughput_exceeded"]);
+    assert.equal(comms.of("skip: skipped").length, 20);
+    const started = Date.now();
+    await press("30 SMS for acme → queue");
+    await comms.until(60, 10_000);
+    const took = Date.now() - started;
+    assert.equal(comms.of("queue: allowed").length, 30);
+    assert.ok(took >= 2000 && took < 5000, `paced over ${took} ms (burst 5, then 10/s)`);
+    const gates = (JSON.parse(readFileSync(exampleFile("throughput.json"), "utf8")) as FlowNode[]).filter((n) => n.type === "throughput-gate");
+    const skipGate = gates.find((n) => n.name?.startsWith("skip"))?.id ?? "";
+    for (let i = 0; i < 50 && comms.lastStatus(skipGate)?.text !== "✓ 10 · ✗ 20"; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(comms.lastStatus(skipGate), { fill: "green", shape: "dot", text: "✓ 10 · ✗ 20" }, red.output);
+  }));
+
   it("quiet-hours: no quiet days and exempt OTPs pass, what expires first is skipped, the rest is held", withExample("quiet-hours.json", async ({ red, comms, press }) => {
     await press("push to alice (no quiet days)");
     await press("OTP to bob (exempt category)");

@@ -50,6 +50,8 @@ const FLOW = [
   at({ id: "released", type: "debug", name: "released", active: true, tosidebar: true, complete: "admission", targetType: "msg", wires: [] }),
   ...route("suppress", "/suppress", ["sup", "ok"]),
   reply("ok", "ok"),
+  ...route("paced", "/paced", ["tp"]),
+  at({ id: "tp", type: "throughput-gate", config: "cfg", disposition: "skip", rate: 1, burst: 1, keyType: "channel", wires: [["sent"], ["skipped"], []] }),
   ...route("record", "/record", ["recorder"]),
   at({ id: "recorder", type: "frequency-cap-gate", config: "cfg", mode: "record", wires: [["recorded"], [], []] }),
   reply("recorded", "recorded"),
@@ -118,6 +120,15 @@ describe(`every node type in a real Node-RED ${nodeRedVersion()} on Node ${proce
     assert.match(String(bad.error), /recipient/);
   });
 
+  it("passes one send a second through the throughput-gate and skips the next with the wait until it would pass", async () => {
+    assert.equal((await post("/paced", { recipient: "t1", channel: "sms" })).outcome, "sent");
+    const over = await post("/paced", { recipient: "t2", channel: "sms" });
+    assert.deepEqual([over.outcome, over.reason], ["skipped", "throughput_exceeded"]);
+    const retry = over.admission?.retry_after_seconds as number;
+    assert.ok(retry > 0 && retry <= 1, `retry ${retry}`);
+    assert.equal(over.admission?.throughput_key, "default/sms");
+  });
+
   it("holds a capped push and releases it by deferred when the slot re-opens", async () => {
     assert.equal((await post("/send", { recipient: "r4", channel: "push", messageId: "p1" }, "one")).outcome, "sent");
     // the second is held: its HTTP request is never answered (a held msg keeps no req/res), so stop waiting for it
@@ -132,7 +143,7 @@ describe(`every node type in a real Node-RED ${nodeRedVersion()} on Node ${proce
   });
 
   it("shows each gate's counts in a short status, with a green dot although bad msgs arrived", async () => {
-    const expected: Record<string, string> = { sup: "✓ 9 · ✗ 2 · caught 1 · list 1", cap: "✓ 6 · ✗ 2", quiet: "✓ 5 · ✗ 1", recorder: "recorded 2", releaser: "released 1" };
+    const expected: Record<string, string> = { sup: "✓ 9 · ✗ 2 · caught 1 · list 1", cap: "✓ 6 · ✗ 2", quiet: "✓ 5 · ✗ 1", recorder: "recorded 2", releaser: "released 1", tp: "✓ 1 · ✗ 1" };
     for (const [id, text] of Object.entries(expected)) {
       for (let i = 0; i < 30 && comms.lastStatus(id)?.text !== text; i++) await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(comms.lastStatus(id), { fill: "green", shape: "dot", text }, id);

@@ -14,6 +14,12 @@ export interface DeferPollerOptions {
   onError?: (err: unknown) => void;
   /** shortest sleep when a msg looks due by this clock but the store's clock disagrees (default 5 ms) */
   minSleepMs?: number;
+  /**
+   * a queue whose msgs fall due one after another (a throughput-gate's paced
+   * msgs): after a batch was released, take again after minSleepMs without
+   * first asking when the next is due (one round trip less per release round)
+   */
+  steady?: boolean;
   /** first wait before retrying a failed ack (doubles up to 1 s; default 50 ms) */
   ackRetryMs?: number;
 }
@@ -88,8 +94,12 @@ export class DeferPoller {
           if (acked && msgs.length === batch) continue;
         }
         if (run.stopped) break;
-        const next = await queue.nextDueAt();
-        if (next !== null) sleepMs = Math.max(minSleep, Math.min(idleMs, next - Date.now()));
+        if (this.options.steady && msgs.length > 0) {
+          sleepMs = minSleep;
+        } else {
+          const next = await queue.nextDueAt();
+          if (next !== null) sleepMs = Math.max(minSleep, Math.min(idleMs, next - Date.now()));
+        }
       } catch (err) {
         this.report(err);
       }

@@ -27,6 +27,8 @@ export interface DeferredMsg {
   deadline?: number;
   /** the Node-RED msg as JSON-safe data (the caller serialises) */
   msg: Record<string, unknown>;
+  /** what the gate that held it needs back at release, beside the msg (the throughput-gate: its ceiling, the recipient whose claims it carries) */
+  meta?: Record<string, string>;
   /**
    * msgs merged into this one (collapse disposition), in arrival order, at
    * most MAX_MERGED (the newest). It does NOT include this msg itself: a
@@ -43,6 +45,12 @@ export type DeferInput = Omit<DeferredMsg, "id"> & { id?: string };
 export interface DeferItem {
   entry: DeferInput;
   collapseKey?: string;
+  /**
+   * files the msg under a tag, so `takeTagged` can take the tag's msgs before
+   * they are due (the throughput-gate's ceiling: msg.flush, msg.reset). A
+   * short key-safe string (the gates pass a hash).
+   */
+  tag?: string;
 }
 
 export interface DeferResult {
@@ -90,6 +98,12 @@ export interface DeferQueue {
    * store's clock (Redis TIME in Redis, the injected clock in memory).
    */
   takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]>;
+  /**
+   * Atomically moves up to `limit` held (not taken) msgs filed under `tag` into
+   * a lease of `leaseMs` and returns them, whatever their release-at; the
+   * caller acks them once it released (or dropped) them.
+   */
+  takeTagged(tag: string, limit: number, leaseMs: number): Promise<DeferredMsg[]>;
   /** Removes taken msgs for good (after they were released). Ids not leased any more are left alone. Idempotent. */
   ack(ids: readonly string[]): Promise<void>;
   /**
@@ -145,6 +159,12 @@ export function withMerged(stored: DeferredMsg, merged: readonly Record<string, 
 export function checkTakeArgs(limit: number, leaseMs: number): void {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError("takeDue: limit must be a positive integer");
   if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new RangeError("takeDue: leaseMs must be positive");
+}
+
+/** A tag is a part of a key: short and key-safe. */
+export function checkTag(tag: unknown): string {
+  if (typeof tag !== "string" || !/^[A-Za-z0-9._~-]{1,128}$/.test(tag)) throw new TypeError("defer: tag must be 1 to 128 key-safe characters");
+  return tag;
 }
 
 export function checkLimit(limit: number): void {

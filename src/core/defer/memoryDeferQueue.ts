@@ -1,6 +1,6 @@
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  asError, checkLimit, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  asError, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
   type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
@@ -13,13 +13,13 @@ export type DeferClock = () => number;
  */
 export type QueueChange =
   /** held anew, or replacing the held msg with that id (keepMerged: a retried hold keeps what was merged into it) */
-  | { op: "put"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; keepMerged: boolean }
+  | { op: "put"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; tag?: string; keepMerged: boolean }
   /** `items` of entry `unit` merged into `into`, then the oldest past MAX_MERGED dropped */
   | { op: "merge"; into: string; unit: string; items: string[]; dropped: number }
   /** released (acked) or dropped for good */
   | { op: "remove"; ids: string[] }
   /** a whole held msg, as a compacted journal writes it */
-  | { op: "state"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; merged: string[]; units: string[]; dropped: number };
+  | { op: "state"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; tag?: string; merged: string[]; units: string[]; dropped: number };
 
 export interface MemoryDeferQueueOptions {
   /** the gate whose msgs it holds; entries of another gate are refused */
@@ -47,6 +47,8 @@ interface Held {
   dropped: number;
   /** its collapse key while it is held and not taken */
   collapseKey?: string;
+  /** the tag it is filed under (takeTagged) */
+  tag?: string;
   /** set while taken and not acked */
   leaseUntil?: number;
 }
@@ -68,6 +70,8 @@ export class MemoryDeferQueue implements DeferQueue {
   private due: { releaseAt: number; id: string }[] = [];
   private readonly leased = new Set<string>();
   private readonly collapse = new Map<string, string>();
+  /** tag -> ids filed under it */
+  private readonly tags = new Map<string, Set<string>>();
   private readonly clock: DeferClock;
   private readonly codec: DeferCodec;
   private closed = false;
@@ -117,6 +121,31 @@ export class MemoryDeferQueue implements DeferQueue {
     const damaged: string[] = [];
     for (const { id } of taken) {
       const record = this.held.get(id) as Held;
+      record.leaseUntil = now + Math.ceil(leaseMs);
+      this.leased.add(id);
+      if (record.collapseKey !== undefined) {
+        if (this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
+        delete record.collapseKey;
+      }
+      const msg = this.read(id, record);
+      if (msg) out.push(msg);
+      else damaged.push(id);
+    }
+    if (damaged.length > 0) this.change({ op: "remove", ids: damaged });
+    this.flush();
+    return out;
+  }
+
+  async takeTagged(tag: string, limit: number, leaseMs: number): Promise<DeferredMsg[]> {
+    checkTakeArgs(limit, leaseMs);
+    const now = Math.floor(this.clock());
+    const out: DeferredMsg[] = [];
+    const damaged: string[] = [];
+    for (const id of [...(this.tags.get(checkTag(tag)) ?? [])]) {
+      if (out.length + damaged.length >= limit) break;
+      const record = this.held.get(id);
+      if (!record || record.leaseUntil !== undefined) continue;
+      this.unlist(id, record);
       record.leaseUntil = now + Math.ceil(leaseMs);
       this.leased.add(id);
       if (record.collapseKey !== undefined) {
@@ -183,6 +212,7 @@ export class MemoryDeferQueue implements DeferQueue {
       op: "state" as const, id, stored: r.stored, releaseAt: r.releaseAt,
       ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
       ...(r.collapseKey !== undefined ? { key: r.collapseKey } : {}),
+      ...(r.tag !== undefined ? { tag: r.tag } : {}),
       merged: r.merged, units: [...r.units], dropped: r.dropped,
     }));
   }
@@ -201,6 +231,7 @@ export class MemoryDeferQueue implements DeferQueue {
           stored: change.stored, releaseAt: change.releaseAt,
           ...(change.expiresAt !== undefined ? { expiresAt: change.expiresAt } : {}),
           merged: keep ? old.merged : [], units: keep ? old.units : new Set(), dropped: keep ? old.dropped : 0,
+          ...(change.tag !== undefined ? { tag: change.tag } : {}),
         }, change.key);
         return;
       }
@@ -211,6 +242,7 @@ export class MemoryDeferQueue implements DeferQueue {
           stored: change.stored, releaseAt: change.releaseAt,
           ...(change.expiresAt !== undefined ? { expiresAt: change.expiresAt } : {}),
           merged: [...change.merged], units: new Set(change.units), dropped: change.dropped,
+          ...(change.tag !== undefined ? { tag: change.tag } : {}),
         }, change.key);
         return;
       }
@@ -230,12 +262,20 @@ export class MemoryDeferQueue implements DeferQueue {
           if (!record) continue;
           this.unlist(id, record);
           if (record.collapseKey !== undefined && this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
+          this.untag(id, record);
           this.held.delete(id);
         }
     }
   }
 
-  private deferOne({ entry, collapseKey }: DeferItem): DeferResult {
+  private untag(id: string, record: Held): void {
+    if (record.tag === undefined) return;
+    const ids = this.tags.get(record.tag);
+    ids?.delete(id);
+    if (ids?.size === 0) this.tags.delete(record.tag);
+  }
+
+  private deferOne({ entry, collapseKey, tag }: DeferItem): DeferResult {
     const gate = this.options.gate;
     if (gate !== undefined && entry?.gate !== gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${gate}`);
     const { id, releaseAt, stored } = prepareDeferral(entry);
@@ -255,6 +295,7 @@ export class MemoryDeferQueue implements DeferQueue {
       op: "put", id, stored: this.codec.encode(JSON.stringify(stored)), releaseAt,
       ...(dropAfter !== undefined ? { expiresAt: dropAfter } : {}),
       ...(key !== "" ? { key } : {}),
+      ...(tag !== undefined ? { tag: checkTag(tag) } : {}),
       // held and not taken: a retried hold of the same msg; taken: a new deferral of a released msg
       keepMerged: old !== undefined && old.leaseUntil === undefined,
     });
@@ -274,6 +315,13 @@ export class MemoryDeferQueue implements DeferQueue {
   }
 
   private hold(id: string, record: Held, key: string | undefined): void {
+    const old = this.held.get(id);
+    if (old) this.untag(id, old);
+    if (record.tag !== undefined) {
+      let ids = this.tags.get(record.tag);
+      if (!ids) this.tags.set(record.tag, (ids = new Set()));
+      ids.add(id);
+    }
     if (key !== undefined && key !== "") {
       record.collapseKey = key;
       this.collapse.set(key, id);

@@ -4,7 +4,7 @@ import { encodeKeyPart } from "../keys";
 import { luaScript } from "../stores/luaScripts";
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  asError, checkLimit, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  asError, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
   type DeferInput, type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
@@ -17,6 +17,14 @@ interface DeferScripts {
   sendgateDeferTake(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string[], Reply, string[][], Reply]>;
   sendgateDeferAck(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   sendgateDeferExpire(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[string[], Reply, string[][], Reply]>;
+  sendgateDeferTakeTagged(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string[], Reply, string[][], Reply]>;
+}
+
+/** A MULTI that can carry the defer scripts (ioredis adds defined commands to pipelines too). */
+interface DeferMulti {
+  sendgateDeferPut(numKeys: number, ...keysAndArgs: (string | number)[]): DeferMulti;
+  sendgateDeferTag(numKeys: number, ...keysAndArgs: (string | number)[]): DeferMulti;
+  exec(): Promise<[Error | null, unknown][] | null>;
 }
 
 /** The keys of one gate's queue, in the order the lua/defer_*.lua scripts take them. */
@@ -110,10 +118,10 @@ export class RedisDeferQueue implements DeferQueue {
   async deferMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
     this.open();
     const results: (DeferResult | Error)[] = new Array(items.length);
-    const good: { index: number; args: (string | number)[] }[] = [];
+    const good: { index: number; args: (string | number)[]; tag?: string }[] = [];
     items.forEach((item, index) => {
       try {
-        good.push({ index, args: this.putArgs(item) });
+        good.push({ index, args: this.putArgs(item), ...(item.tag !== undefined ? { tag: checkTag(item.tag) } : {}) });
       } catch (err) {
         results[index] = asError(err);
       }
@@ -121,7 +129,11 @@ export class RedisDeferQueue implements DeferQueue {
     for (let from = 0; from < good.length; from += PUT_SLICE) {
       const slice = good.slice(from, from + PUT_SLICE);
       try {
-        const reply = await this.scripts.sendgateDeferPut(this.keyList.length, ...this.keyList, this.keys.base, MAX_MERGED, slice.length, ...slice.flatMap((s) => s.args));
+        const putArgs = [this.keyList.length, ...this.keyList, this.keys.base, MAX_MERGED, slice.length, ...slice.flatMap((s) => s.args)];
+        const tagged = slice.filter((s) => s.tag !== undefined);
+        const reply = tagged.length === 0
+          ? await this.scripts.sendgateDeferPut(...(putArgs as [number, ...(string | number)[]]))
+          : await this.putTagged(putArgs as [number, ...(string | number)[]], tagged);
         slice.forEach(({ index }, i) => {
           const id = String(reply[2 * i]);
           results[index] = Number(reply[2 * i + 1]) === 1 ? { id, collapsedInto: id } : { id };
@@ -140,6 +152,16 @@ export class RedisDeferQueue implements DeferQueue {
     const [, ids, msgs, merged, dropped] = await this.scripts.sendgateDeferTake(this.keyList.length, ...this.keyList, this.keys.base, limit, Math.ceil(leaseMs));
     const { read, damaged } = this.readAll(ids, msgs, merged, dropped);
     // it can never be released: acked now, so it does not come back after every lease
+    if (damaged.length > 0) await this.ack(damaged);
+    return read;
+  }
+
+  async takeTagged(tag: string, limit: number, leaseMs: number): Promise<DeferredMsg[]> {
+    this.open();
+    checkTakeArgs(limit, leaseMs);
+    const keys = [...this.keyList, this.tagKey(checkTag(tag))];
+    const [, ids, msgs, merged, dropped] = await this.scripts.sendgateDeferTakeTagged(keys.length, ...keys, this.keys.base, limit, Math.ceil(leaseMs));
+    const { read, damaged } = this.readAll(ids, msgs, merged, dropped);
     if (damaged.length > 0) await this.ack(damaged);
     return read;
   }
@@ -173,6 +195,26 @@ export class RedisDeferQueue implements DeferQueue {
   /** Leaves the client open: it belongs to the cap-config's store. */
   async close(): Promise<void> {
     this.closed = true;
+  }
+
+  /** A tag's index: in the queue's hash tag, so one script (and one MULTI) stays in one cluster slot. */
+  private tagKey(tag: string): string {
+    return `${this.keys.base}:t:${tag}`;
+  }
+
+  /** Holds and files under their tags in one MULTI: a held msg is never left out of its tag's index. */
+  private async putTagged(putArgs: [number, ...(string | number)[]], tagged: readonly { args: (string | number)[]; tag?: string }[]): Promise<(string | number)[]> {
+    const multi = this.client.multi() as unknown as DeferMulti;
+    multi.sendgateDeferPut(...putArgs);
+    // args[0] is the id, args[1] the release-at (putArgs)
+    multi.sendgateDeferTag(tagged.length, ...tagged.map((t) => this.tagKey(t.tag as string)), ...tagged.flatMap((t) => [t.args[0] as string, t.args[1] as number]));
+    const replies = await multi.exec();
+    if (!replies) throw new Error("defer queue: transaction aborted");
+    const [putErr, put] = replies[0] as [Error | null, unknown];
+    if (putErr) throw putErr;
+    const [tagErr] = replies[1] as [Error | null, unknown];
+    if (tagErr) throw tagErr;
+    return put as (string | number)[];
   }
 
   /** The arguments of one item of defer_put.lua (throws naming what is wrong with it). */
@@ -237,6 +279,8 @@ export function defineDeferScripts(client: RedisClient): void {
   client.defineCommand("sendgateDeferTake", { lua: luaScript("defer_take") });
   client.defineCommand("sendgateDeferAck", { lua: luaScript("defer_ack") });
   client.defineCommand("sendgateDeferExpire", { lua: luaScript("defer_expire") });
+  client.defineCommand("sendgateDeferTakeTagged", { lua: luaScript("defer_take_tagged") });
+  client.defineCommand("sendgateDeferTag", { lua: luaScript("defer_tag") });
   client.defineCommand("sendgateDeferGates", { lua: luaScript("defer_gates") });
   client.defineCommand("sendgateDeferMigrate", { lua: luaScript("defer_migrate") });
 }

@@ -9,6 +9,8 @@ export type ReleaseHandler = (held: DeferredMsg) => void;
 /** How a gate's poller takes held msgs (the bench uses the same). A large batch keeps releases on time under load. */
 export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as const;
 const SIZE_REFRESH_MS = 2_000;
+/** how soon after a hold the gate's count of held msgs is asked again (once, however many holds came meanwhile) */
+const SIZE_AFTER_HOLD_MS = 50;
 /** how often the msgs of gates that run nowhere are checked (dropped once past their deadline) */
 const SWEEP_MS = 30_000;
 /** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
@@ -45,7 +47,7 @@ interface Running {
 export class Deferrals {
   private readonly running = new Map<string, Running>();
   private readonly queues = new Map<string, DeferQueue>();
-  private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void> }>();
+  private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean }>();
   private readonly timers: NodeJS.Timeout[] = [];
   /** gates that held msgs in this process: they say they run here (a gate that never held has nothing to orphan) */
   private readonly holding = new Set<string>();
@@ -53,6 +55,7 @@ export class Deferrals {
   private closing = false;
   private lastWarning = "";
   private readonly holds: Lane<DeferItem, DeferResult> | undefined;
+  private tickHolds: { item: DeferItem; resolve: (result: DeferResult | Error) => void }[] = [];
 
   constructor(private readonly options: DeferralsOptions) {
     this.polling = { ...DEFER_POLLING, ...options.polling };
@@ -87,12 +90,12 @@ export class Deferrals {
    * nodes it sends to should be there first). Returns the unregistration,
    * which resolves once the poller's round in progress is over.
    */
-  register(gate: string, handler: ReleaseHandler): () => Promise<void> {
+  register(gate: string, handler: ReleaseHandler, timing: { minSleepMs?: number; steady?: boolean } = {}): () => Promise<void> {
     if (this.closing) throw new Error("defer queue is closed");
     const existing = this.running.get(gate);
     const queue = this.queueOf(gate);
     const poller = existing?.poller ?? new DeferPoller({
-      queue, ...this.polling,
+      queue, ...this.polling, ...(timing.minSleepMs !== undefined ? { minSleepMs: timing.minSleepMs } : {}), ...(timing.steady ? { steady: true } : {}),
       onDue: (msgs) => this.release(gate, msgs),
       onError: (err) => this.warnOnce(`defer queue of gate ${gate}: ${err instanceof Error ? err.message : String(err)}`),
     });
@@ -116,12 +119,52 @@ export class Deferrals {
   }
 
   /** Holds a msg, through the send queue when there is one (batched with the other holds of a burst). */
-  async hold(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
-    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}) };
-    if (this.holds && this.options.access) return this.options.access.submit(this.holds, item);
-    const [result] = await this.holdMany([item]);
+  async hold(entry: DeferInput, collapseKey?: string, tag?: string): Promise<DeferResult> {
+    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}), ...(tag !== undefined ? { tag } : {}) };
+    if (this.holds && this.options.access?.queue) return this.options.access.submit(this.holds, item);
+    // no send queue (the memory store): the holds of one tick still go together, one queue call (one journal write) per gate
+    const result = await new Promise<DeferResult | Error>((resolve) => {
+      this.tickHolds.push({ item, resolve });
+      if (this.tickHolds.length === 1) setImmediate(() => this.holdTick());
+    });
     if (result instanceof Error) throw result;
-    return result as DeferResult;
+    return result;
+  }
+
+  /** The holds made in one tick without a send queue, in one holdMany. */
+  private holdTick(): void {
+    const waiting = this.tickHolds;
+    this.tickHolds = [];
+    this.holdMany(waiting.map((w) => w.item)).then(
+      (results) => waiting.forEach((w, i) => w.resolve(results[i] ?? new Error("defer: no answer"))),
+      (err: unknown) => waiting.forEach((w) => w.resolve(err instanceof Error ? err : new Error(String(err)))),
+    );
+  }
+
+  /**
+   * Takes every msg of `gate` held under `tag` now, whatever its due time, and
+   * hands each to `each` (msg.flush releases them, msg.reset drops them), then
+   * acks them: each is handed out once, even with several instances. Returns
+   * how many. A msg `each` throws on is reported and acked with the others.
+   */
+  async takeTagged(gate: string, tag: string, each: ReleaseHandler): Promise<number> {
+    const queue = this.queueOf(gate);
+    let taken = 0;
+    for (;;) {
+      const msgs = await queue.takeTagged(tag, this.polling.batch, this.polling.leaseMs);
+      for (const held of msgs) {
+        try {
+          each(held);
+        } catch (err) {
+          this.options.warn(`gate ${gate} could not hand out held msg ${held.id}: ${(err as Error).message}`);
+        }
+      }
+      if (msgs.length > 0) await queue.ack(msgs.map((m) => m.id));
+      taken += msgs.length;
+      if (msgs.length < this.polling.batch) break;
+    }
+    void this.refreshSize(gate);
+    return taken;
   }
 
   /** Holds many msgs (one store call per gate's queue); each result is its item's, or the Error that refused it. */
@@ -223,14 +266,22 @@ export class Deferrals {
 
   private held(gate: string): void {
     this.running.get(gate)?.poller.wake();
-    void this.refreshSize(gate);
+    // a burst holds in many batches: count the queue once per SIZE_AFTER_HOLD_MS, not once per batch (a round trip each)
+    const size = this.sizeOf(gate);
+    if (!size.refreshing) {
+      size.refreshing = true;
+      setTimeout(() => {
+        size.refreshing = false;
+        void this.refreshSize(gate);
+      }, SIZE_AFTER_HOLD_MS).unref();
+    }
     if (!this.holding.has(gate)) {
       this.holding.add(gate);
       void this.beat().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
     }
   }
 
-  private sizeOf(gate: string): { held: number; listeners: Set<(held: number) => void> } {
+  private sizeOf(gate: string): { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean } {
     let size = this.sizes.get(gate);
     if (!size) {
       size = { held: 0, listeners: new Set() };

@@ -76,6 +76,34 @@ export interface CounterReading {
 
 export type StoreState = "connecting" | "ready" | "down";
 
+/** One msg against a throughput ceiling (lua/gcra.lua, src/core/throughput/gcra.ts). */
+export interface ThroughputRequest {
+  /** the ceiling's key (src/core/throughput/throughputKeys.ts) */
+  key: string;
+  /** T, whole µs */
+  emissionUs: number;
+  /** (burst − 1) × T, µs */
+  toleranceUs: number;
+  /** most wait a reservation may have, µs; 0 = skip mode */
+  maxWaitUs: number;
+}
+
+/** Reservations to give back to a ceiling (its held msgs were dropped). */
+export interface ThroughputRefund {
+  key: string;
+  emissionUs: number;
+  count: number;
+}
+
+export interface ThroughputOutcome {
+  /** reserved: it may leave `waitUs` from now */
+  allowed: boolean;
+  /** the store's clock, µs since epoch */
+  nowUs: number;
+  /** allowed: µs until its reserved instant (0 = now); refused: µs until it would conform */
+  waitUs: number;
+}
+
 /** The block-list check and duplicate mark of one send (lua/suppression.lua). */
 export interface SuppressionCheck {
   /** the recipient's block list: channel (or "*") -> entry JSON */
@@ -130,6 +158,10 @@ export interface AdmissionStore {
   /** Gives back claims; answers how many entries (or marks) each still held. */
   release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]>;
   checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]>;
+  /** GCRA reservations against throughput ceilings, in order, each atomic (SPEC §8). */
+  throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]>;
+  /** Gives back reservations: TAT = max(now, TAT − count × T); answers the TAT after, µs (0: the ceiling has no state). */
+  throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]>;
   /** Read-only: each counter's count in its window and the wait until it has a free slot; claims nothing. */
   inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]>;
   /** Writes (or, without entry, removes) block-list entries. */

@@ -1,7 +1,8 @@
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
-  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite,
+  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
+import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
 
@@ -79,6 +80,8 @@ export class MemoryStore implements AdmissionStore {
   private readonly counters = new Map<string, CounterHash>();
   private readonly hashes = new Map<string, Map<string, string>>();
   private readonly marks = new Map<string, Mark>();
+  /** throughput ceilings: TAT in µs (not in the snapshot: it means nothing a few seconds later) */
+  private readonly ceilings = new Map<string, { tat: number; expiresAt: number }>();
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
 
@@ -101,6 +104,29 @@ export class MemoryStore implements AdmissionStore {
 
   async checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
     return checks.map((check) => this.checkOne(check));
+  }
+
+  async throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]> {
+    const nowMs = this.clock();
+    const nowUs = Math.round(nowMs * 1000);
+    return requests.map((r) => {
+      const tat = live(this.ceilings, r.key, nowMs)?.tat;
+      const step = gcraStep(tat, nowUs, { emissionUs: r.emissionUs, toleranceUs: r.toleranceUs }, Math.max(0, Math.floor(r.maxWaitUs)));
+      if (step.allowed) this.ceilings.set(r.key, { tat: step.tat, expiresAt: nowMs + gcraKeepMs(step.tat, nowUs) });
+      return { allowed: step.allowed, nowUs, waitUs: step.waitUs };
+    });
+  }
+
+  async throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
+    const nowMs = this.clock();
+    const nowUs = Math.round(nowMs * 1000);
+    return refunds.map((r) => {
+      const tat = live(this.ceilings, r.key, nowMs)?.tat;
+      if (tat === undefined) return 0;
+      const back = gcraRefund(tat, nowUs, r.emissionUs, Math.max(0, Math.floor(r.count)));
+      this.ceilings.set(r.key, { tat: back, expiresAt: nowMs + gcraKeepMs(back, nowUs) });
+      return back;
+    });
   }
 
   async inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]> {
@@ -278,6 +304,9 @@ export class MemoryStore implements AdmissionStore {
     }
     for (const [key, mark] of this.marks) {
       if (mark.expiresAt <= now) this.marks.delete(key);
+    }
+    for (const [key, ceiling] of this.ceilings) {
+      if (ceiling.expiresAt <= now) this.ceilings.delete(key);
     }
   }
 }

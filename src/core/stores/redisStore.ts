@@ -1,7 +1,7 @@
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
-  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite,
+  Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
 import { entryTail, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
@@ -22,6 +22,8 @@ interface ScriptCommands {
   sendgateRecord: ScriptCall;
   sendgateRelease: ScriptCall;
   sendgateSuppression: ScriptCall;
+  sendgateGcra: ScriptCall;
+  sendgateGcraRefund: ScriptCall;
 }
 
 /** Bulk writes go out in slices, so a 10,000-entry import never builds one giant batch. */
@@ -214,6 +216,23 @@ const suppressionBatch: ScriptBatch<SuppressionCheck, SuppressionOutcome> = {
   }),
 };
 
+const gcraBatch: ScriptBatch<ThroughputRequest, ThroughputOutcome> = {
+  call: "sendgateGcra",
+  keysOf: (r) => [r.key],
+  argsOf: (items) => items.flatMap((r) => [r.emissionUs, r.toleranceUs, Math.max(0, Math.floor(r.maxWaitUs))]),
+  read: (reply, items) => {
+    const nowUs = Number(reply[0]);
+    return items.map((_, i) => ({ allowed: Number(reply[1 + 2 * i]) === 1, nowUs, waitUs: Number(reply[2 + 2 * i]) }));
+  },
+};
+
+const gcraRefundBatch: ScriptBatch<ThroughputRefund, number> = {
+  call: "sendgateGcraRefund",
+  keysOf: (r) => [r.key],
+  argsOf: (items) => items.flatMap((r) => [r.emissionUs, Math.max(0, Math.floor(r.count))]),
+  read: (reply, items) => items.map((_, i) => Number(reply[1 + i])),
+};
+
 /**
  * One Redis answers a batch in one script call, so batches can be large. A
  * cluster needs one call per hash slot, and recipients rarely share one: a
@@ -243,6 +262,8 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateInspect", { lua: luaScript("inspect") });
     this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
+    this.client.defineCommand("sendgateGcra", { lua: luaScript("gcra") });
+    this.client.defineCommand("sendgateGcraRefund", { lua: luaScript("gcra_refund") });
     this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
     this.client.on("ready", () => {
@@ -275,6 +296,14 @@ export class RedisStore implements AdmissionStore {
 
   inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]> {
     return this.batch(inspectBatch, requests);
+  }
+
+  throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]> {
+    return this.batch(gcraBatch, requests);
+  }
+
+  throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
+    return this.batch(gcraRefundBatch, refunds);
   }
 
   /**

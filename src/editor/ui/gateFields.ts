@@ -19,4 +19,10 @@ export const gateFields = {
     decides: ["category", "tier", "expiresAt"],
     checks: ["recipient", "channel", "messageId", "org"],
   },
+  // a ceiling counts msgs, not what they say: it reads what keys it (org, channel), bounds the wait (expiresAt)
+  // and gives back earlier claims when it skips (recipient, messageId)
+  "throughput-gate": {
+    decides: ["org", "channel", "expiresAt"],
+    checks: ["recipient", "tier", "messageId"],
+  },
 } as const satisfies Record<string, GateFields>;

@@ -5,6 +5,7 @@ import { quietHoursGate } from "./quietHoursGate";
 import { sendFieldValidator, writeFieldRows } from "./sendFields";
 import { addStyles } from "./styles";
 import { suppressionGate } from "./suppressionGate";
+import { throughputGate } from "./throughputGate";
 
 /**
  * The editor side of every node of the package, loaded by each node's HTML
@@ -16,6 +17,7 @@ const api = {
   frequencyCapGate,
   suppressionGate,
   quietHoursGate,
+  throughputGate,
   sendField: sendFieldValidator,
 };
 

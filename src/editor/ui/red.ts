@@ -39,9 +39,17 @@ export interface EditableListOptions<T> {
   scrollOnAdd?: boolean;
 }
 
+/** A TypedInput type of a node's own (hasValue false: the type alone is the value, e.g. "org"). */
+export interface TypedInputType {
+  value: string;
+  label: string;
+  icon?: string;
+  hasValue?: boolean;
+}
+
 export interface TypedInputOptions {
   default?: string;
-  types: string[];
+  types: (string | TypedInputType)[];
   typeField?: JQuery | string;
 }
 

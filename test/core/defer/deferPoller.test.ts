@@ -29,6 +29,7 @@ function watched(queue: DeferQueue): { queue: DeferQueue; maxInFlight: () => num
     defer: (e, k) => queue.defer(e, k),
     deferMany: (items) => queue.deferMany(items),
     dropExpired: (limit) => queue.dropExpired(limit),
+    takeTagged: (tag, limit, leaseMs) => queue.takeTagged(tag, limit, leaseMs),
     takeDue: async (limit, leaseMs) => {
       inFlight++;
       max = Math.max(max, inFlight);

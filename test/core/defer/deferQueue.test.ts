@@ -78,6 +78,25 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.equal(taken[0]?.dueAt, dueAt);
     });
 
+    it("takes a tag's held msgs before they are due, each once, and leaves the other tags' and untagged msgs", async () => {
+      const later = Date.now() + 60_000;
+      const results = await h.queue.deferMany([
+        { entry: entry({ id: "a1", dueAt: later }), tag: "ceiling-a" },
+        { entry: entry({ id: "a2", dueAt: later + 1 }), tag: "ceiling-a" },
+        { entry: entry({ id: "b1", dueAt: later }), tag: "ceiling-b" },
+        { entry: entry({ id: "plain", dueAt: later }) },
+      ]);
+      assert.deepEqual(results.map((r) => (r instanceof Error ? r.message : r.id)), ["a1", "a2", "b1", "plain"]);
+      const other = await h.otherInstance();
+      const [mine, theirs] = await Promise.all([h.queue.takeTagged("ceiling-a", 10, 5000), other.takeTagged("ceiling-a", 10, 5000)]);
+      assert.deepEqual([...mine, ...theirs].map((m) => m.id).sort(), ["a1", "a2"], "each handed out once");
+      await h.queue.ack(["a1", "a2"]);
+      assert.equal(await h.queue.size(), 2);
+      assert.deepEqual(await h.queue.takeTagged("ceiling-a", 10, 5000), []);
+      assert.deepEqual((await h.queue.takeTagged("ceiling-b", 10, 5000)).map((m) => m.id), ["b1"]);
+      await assert.rejects(h.queue.takeTagged("no spaces", 10, 5000), /tag/);
+    });
+
     it("hands out the earliest first, at most limit at a time", async () => {
       const now = Date.now();
       const offsets = [-50, -500, -10, -3000, -200, -1];

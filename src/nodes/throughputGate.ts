@@ -1,0 +1,277 @@
+import { createHash } from "node:crypto";
+import type { Node, NodeAPI, NodeDef, NodeMessage } from "node-red";
+import { failReason, type Admission } from "../core/admission";
+import type { CapService } from "../core/capService";
+import type { DeferredMsg } from "../core/defer";
+import { expiredAdmission } from "../core/deferral/deferralAdmission";
+import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
+import { SendFieldError, StoreUnavailableError } from "../core/errors";
+import { boundedText, parseSend, type Send } from "../core/send";
+import { gcraLimit, type GcraLimit } from "../core/throughput/gcra";
+import { RateMeter } from "../core/throughput/rateMeter";
+import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
+import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
+import type { CapConfigNode } from "./capConfig";
+import { countingSend, gateMetrics, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { GateStatus } from "./gateStatus";
+import { storedMsg } from "./holding";
+import { runtimeMessages } from "./i18n";
+import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
+import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
+
+const GATE = "throughput-gate";
+
+/** keyType values that name a part of the send rather than a TypedInput source */
+const BUILT_IN_KEYS = ["org", "channel"] as const;
+
+export type ThroughputGateDef = NodeDef & FieldProps & {
+  config?: string;
+  rate?: number | string;
+  interval?: number | string;
+  burst?: number | string;
+  key?: string;
+  keyType?: string;
+  disposition?: string;
+  maxWait?: number | string;
+  httpResponse?: boolean | string;
+};
+
+export interface ThroughputSettings {
+  rate: number;
+  intervalSeconds: number;
+  burst: number;
+  limit: GcraLimit;
+  disposition: "queue" | "skip";
+  maxWaitMs: number;
+  keyType: string;
+  key: string;
+}
+
+function numberSetting(field: string, value: unknown, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new Error(`${field}: must be a number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** The gate's own settings, checked at deploy; a bad one names its property (SPEC §11 defaults). */
+export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
+  const rate = numberSetting("rate", def.rate, 10);
+  const intervalSeconds = numberSetting("interval", def.interval, 1);
+  // burst defaults to the rate: a second's worth may go at once, as a provider's per-second contract allows
+  const burst = numberSetting("burst", def.burst, Math.max(1, Math.round(rate)));
+  const limit = gcraLimit(rate, intervalSeconds, burst);
+  const disposition = def.disposition || "queue";
+  if (disposition !== "queue" && disposition !== "skip") throw new Error(`disposition: must be queue or skip, got ${JSON.stringify(disposition)}`);
+  const keyType = def.keyType || "org";
+  const key = def.key ?? "";
+  if (!(BUILT_IN_KEYS as readonly string[]).includes(keyType) && key.trim() === "" && keyType !== "str") {
+    throw new Error(`key: a ${keyType} key needs a property or expression`);
+  }
+  return { rate, intervalSeconds, burst, limit, disposition, maxWaitMs: secondsSetting("maxWait", def.maxWait, 60) * 1000, keyType, key };
+}
+
+/** The held msgs of one ceiling are filed under this tag (a hash: short and key-safe). */
+function tagOf(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex").slice(0, 40);
+}
+
+function scopeValue(value: unknown): string {
+  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  if (typeof value !== "string" || value === "") throw new SendFieldError("key", `must be a non-empty string or a number, got ${value === "" ? "an empty string" : typeof value}`);
+  return boundedText("key", value);
+}
+
+/** A control msg's org: its own (checked as a send's), else the cap-config's default. */
+function controlOrg(value: unknown, fallback: string): string {
+  if (value === undefined || value === null || value === "") return fallback;
+  if (typeof value !== "string") throw new SendFieldError("org", `must be a string, got ${typeof value}`);
+  return boundedText("org", value);
+}
+
+function hasOwn(msg: object, name: string): boolean {
+  return Object.hasOwn(msg, name);
+}
+
+export default function register(RED: NodeAPI): void {
+  function ThroughputGate(this: Node, def: ThroughputGateDef): void {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
+    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
+    // a ceiling counts msgs, not what they say: only what keys it, refunds earlier claims and bounds the wait is read
+    const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits", "category"].includes(f)));
+    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
+    const metrics = gateMetrics(config?.service, node.id, GATE);
+    const meter = new RateMeter();
+    status.showRate(() => meter.perSecond());
+
+    let settings: ThroughputSettings | undefined;
+    let problem: Error | undefined;
+    try {
+      settings = throughputSettings(def);
+    } catch (err) {
+      problem = err as Error;
+    }
+    if (!config) problem = new Error("config: no cap-config selected (its store holds the shared ceiling)");
+    else if (config.problem) problem = config.problem;
+    if (problem) {
+      if (problem !== config?.problem) node.error(problem.message);
+      status.broken(problem);
+    }
+    const keyReader = settings && !(BUILT_IN_KEYS as readonly string[]).includes(settings.keyType)
+      ? fieldReader(RED, node, settings.key, settings.keyType)
+      : undefined;
+
+    function ceilingOf(s: ThroughputSettings, label: string): CeilingInfo {
+      return { key: label, rate: s.rate, interval_seconds: s.intervalSeconds, burst: s.burst };
+    }
+
+    /** The ceiling a msg counts against: its org, its org and channel, or the key expression's value (within its org). */
+    async function scopeOf(msg: NodeMessage, s: ThroughputSettings, channel: () => string): Promise<CeilingScope> {
+      if (s.keyType === "org") return { kind: "org" };
+      if (s.keyType === "channel") return { kind: "channel", channel: channel() };
+      let value: unknown;
+      try {
+        const read = (keyReader as NonNullable<typeof keyReader>)(msg);
+        value = read instanceof Promise ? await read : read;
+      } catch (err) {
+        throw new SendFieldError("key", `could not be read (${(err as Error).message})`);
+      }
+      return { kind: "key", value: scopeValue(value) };
+    }
+
+    const service = config?.service;
+    const emit = countingSend((out) => node.send(out), metrics?.counts);
+    const refusalCtx = (svc: CapService): RefusalContext => ({ RED, node, gate: GATE, service: svc, status, httpResponse });
+
+    /** A held msg at its reserved instant (or flushed): out of allowed; past its expiresAt: out of skipped, defer_expired. */
+    function release(held: DeferredMsg, flushed: boolean): void {
+      const s = settings as ThroughputSettings;
+      const msg = held.msg as AdmittedMsg;
+      const now = new Date();
+      const label = held.meta?.ceiling ?? "";
+      if (held.expiresAt !== undefined && now.getTime() > held.expiresAt && service) {
+        msg.admission = expiredAdmission(msg.admission, held.expiresAt, "throughput_exceeded", { gate: GATE, now }, releaseId(held));
+        void giveBack(msg, holderOf(held, service)).then(() => {
+          status.skipped();
+          emit([null, msg, null]);
+        });
+        return;
+      }
+      msg.admission = { ...conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt), release_id: releaseId(held) };
+      meter.add();
+      status.allowed();
+      emit([msg, null, null]);
+    }
+
+    /** Gives back what earlier gates claimed for a held msg that will not go out (reset, expired). */
+    async function giveBack(msg: AdmittedMsg, holder: { recipient: string; org: string }): Promise<void> {
+      await giveBackClaims({ RED, node }, msg.admission as Admission, holder);
+    }
+
+    /** Whose claims a held msg carries: kept beside it in the queue (meta), as the gate read them when it held it. */
+    function holderOf(held: DeferredMsg, svc: CapService): { recipient: string; org: string } {
+      return { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? svc.settings.defaultOrg };
+    }
+
+    const stops = [] as (() => void | Promise<void>)[];
+    if (service && !problem) {
+      // paced msgs fall due every few ms: wake every ms, and take again at once after a release
+      stops.push(service.deferrals.register(node.id, (held) => release(held, false), { minSleepMs: 1, steady: true }));
+      stops.push(service.deferrals.onSize(node.id, (held) => {
+        status.holding(held);
+        metrics?.counts.holding(held);
+      }));
+      stops.push(status.watch(service));
+    } else if (service) {
+      stops.push(status.watch(service));
+    }
+
+    /** msg.reset drops the held msgs of the msg's ceiling (each out of skipped, reset); msg.flush releases them now. */
+    async function control(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, reset: boolean): Promise<void> {
+      const read = reader.read(msg);
+      const raw = read instanceof Promise ? await read : read;
+      const org = controlOrg(raw.org, svc.settings.defaultOrg);
+      const scope = await scopeOf(msg, s, () => parseSend({ ...raw, recipient: "control" }, svc.sendRules).channel);
+      const key = ceilingKey(svc.settings.keyPrefix, org, scope);
+      const label = ceilingLabel(org, scope);
+      const dropped: { msg: AdmittedMsg; holder: { recipient: string; org: string } }[] = [];
+      await svc.deferrals.takeTagged(node.id, tagOf(key), (held) => {
+        if (!reset) {
+          release(held, true);
+          return;
+        }
+        const heldMsg = held.msg as AdmittedMsg;
+        heldMsg.admission = { ...resetAdmission(heldMsg.admission, label, { gate: GATE, now: new Date() }), release_id: releaseId(held) };
+        dropped.push({ msg: heldMsg, holder: holderOf(held, svc) });
+      });
+      if (dropped.length > 0) {
+        // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them)
+        await svc.throughput.refund(org, scope, s.limit, dropped.length).catch((err: Error) => node.warn(`msg.reset: could not give back ${dropped.length} reserved instant(s) of ${label}: ${err.message}`));
+      }
+      for (const { msg: heldMsg, holder } of dropped) {
+        await giveBack(heldMsg, holder);
+        status.skipped();
+        emit([null, heldMsg, null]);
+      }
+    }
+
+    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
+      const svc = config?.service;
+      if (problem || !svc || !settings) throw problem ?? new Error("cap-config: its store is closed");
+      const s = settings;
+      if (hasOwn(msg, "reset") || hasOwn(msg, "flush")) {
+        await control(msg, svc, s, hasOwn(msg, "reset"));
+        return;
+      }
+      const read = reader.read(msg);
+      const sendData: Send = parseSend(read instanceof Promise ? await read : read, svc.sendRules);
+      lineUp(sendData);
+      const scope = await scopeOf(msg, s, () => sendData.channel);
+      const label = ceilingLabel(sendData.org, scope);
+      const ceiling = ceilingOf(s, label);
+      const startedAt = Date.now();
+      // a msg is never held past its own expiresAt
+      const untilExpiry = sendData.expiresAt === undefined ? Number.POSITIVE_INFINITY : Math.max(0, sendData.expiresAt - startedAt);
+      const maxWaitMs = s.disposition === "skip" ? 0 : Math.min(s.maxWaitMs, untilExpiry);
+      const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
+      const now = new Date();
+      if (outcome instanceof StoreUnavailableError) {
+        msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome));
+        status.failOpen();
+        send([msg, null, null]);
+        return;
+      }
+      if (!outcome.allowed) {
+        const refusal = throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now },
+          s.disposition === "queue" ? maxWaitMs : undefined);
+        await prepareRefusal(refusalCtx(svc), msg, refusal, sendData);
+        send([null, msg, null]);
+        return;
+      }
+      if (outcome.waitUs === 0) {
+        msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now });
+        meter.add();
+        status.allowed();
+        send([msg, null, null]);
+        return;
+      }
+      // the reserved instant, by the store's clock (the queue releases by the same clock); rounded up: never early
+      const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
+      const stored = storedMsg(msg);
+      await svc.deferrals.hold({
+        id: heldMsgId((config as CapConfigNode).id, node.id, sendData.messageId), gate: node.id, dueAt,
+        deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
+        ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
+        msg: stored,
+        meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org },
+      }, undefined, tagOf(ceilingKey(svc.settings.keyPrefix, sendData.org, scope)));
+      svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
+    }
+
+    serveGate(node, status, handle, stops, metrics);
+  }
+
+  RED.nodes.registerType(GATE, ThroughputGate);
+}

@@ -1,0 +1,219 @@
+import assert from "node:assert/strict";
+import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from "../support/nodeRed";
+import throughputGate from "../../src/nodes/throughputGate";
+import { REDIS_URL, sleep, uniquePrefix } from "../support/redis";
+
+const nodes = [...gateNodes, throughputGate];
+const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];
+
+interface Options {
+  store: "memory" | "redis";
+  gate: Record<string, unknown>;
+  keyPrefix?: string;
+  /** cap-configs (one throughput-gate each) sharing the store: two instances */
+  instances?: number;
+  /** a frequency-cap-gate in front of the first throughput-gate (cap rules) */
+  capRules?: object[];
+  timeoutMs?: number;
+}
+
+/** cap-config(s) + throughput-gate(s) whose outputs go to `allowed`, `skipped`, `deferred`; Catch to `caught`. */
+async function deploy(options: Options): Promise<{ out: Collector; send: (msg: Record<string, unknown>, index?: number) => void; keyPrefix: string }> {
+  const keyPrefix = options.keyPrefix ?? uniquePrefix("tp");
+  const flow: object[] = [TAB];
+  for (let i = 0; i < (options.instances ?? 1); i++) {
+    flow.push(
+      { id: `cfg${i}`, type: "cap-config", store: options.store, redisUrl: REDIS_URL, keyPrefix, rules: options.capRules ?? [], timeoutMs: options.timeoutMs ?? 1000 },
+      flowNode({ id: `tp${i}`, type: "throughput-gate", config: `cfg${i}`, ...options.gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
+    );
+  }
+  if (options.capRules) flow.push(flowNode({ id: "caps", type: "frequency-cap-gate", config: "cfg0", wires: [["tp0"], ["skipped"], ["deferred"]] }));
+  flow.push(
+    ...OUTPUTS.map((id) => flowNode({ id, type: "helper" })),
+    flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }),
+  );
+  await helper.load(nodes, flow);
+  const out = new Collector(OUTPUTS);
+  return {
+    out, keyPrefix,
+    send: (msg, index = 0) => helper.getNode(options.capRules && index === -1 ? "caps" : `tp${Math.max(0, index)}`)?.receive({ recipient: "r", channel: "sms", ...msg }),
+  };
+}
+
+const admission = (m: Msg | undefined) => m?.admission as { status: string; reason?: string; retry_after_seconds?: number; release_at?: string; release_id?: string; throughput_key?: string; claims: unknown[] };
+const msgs = (n: number, prefix = "m") => Array.from({ length: n }, (_, i) => ({ messageId: `${prefix}${i}` }));
+
+describe("throughput-gate", function () {
+  this.timeout(60_000);
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  for (const store of ["memory", "redis"] as const) {
+    it(`skip mode on the ${store} store: of 30 at once at 10/s with a burst of 10, 10 pass and 20 leave by skipped with the exact wait`, async () => {
+      const { out, send } = await deploy({ store, gate: { rate: 10, interval: 1, burst: 10, disposition: "skip" } });
+      const sentAt = Date.now();
+      for (const m of msgs(30)) send(m);
+      await out.until(30);
+      assert.equal(out.of("caught").length, 0);
+      assert.equal(out.of("allowed").length, 10);
+      assert.ok(out.of("allowed").every((m) => reasonOf(m) === undefined && admission(m).throughput_key === "default"));
+      const skipped = out.of("skipped");
+      assert.equal(skipped.length, 20);
+      for (const m of skipped) {
+        const a = admission(m);
+        assert.equal(a.reason, "throughput_exceeded");
+        // the 11th conforms 100 ms after the burst, less what passed between the burst's msgs reaching the store
+        assert.ok(a.retry_after_seconds !== undefined && a.retry_after_seconds > 0 && a.retry_after_seconds <= 0.1, `retry ${a.retry_after_seconds}`);
+      }
+      const retry = admission(skipped[0])?.retry_after_seconds as number;
+      await sleep(Math.max(0, sentAt + retry * 1000 - Date.now()) + 15);
+      send({ messageId: "after-retry" });
+      await out.until(31);
+      assert.equal(out.of("allowed").at(-1)?.messageId, "after-retry", "it conforms once retry_after_seconds has passed");
+    });
+  }
+
+  it("queue mode at 20/s with a burst of 1: all 40 of a burst leave by allowed, 50 ms apart, the last after about 2 s", async () => {
+    const { out, send } = await deploy({ store: "redis", gate: { rate: 20, interval: 1, burst: 1 } });
+    const arrived = new Map<string, number>();
+    const started = Date.now();
+    helper.getNode("allowed")?.on("input", (m: Msg) => arrived.set(String(m.messageId), Date.now()));
+    for (const m of msgs(40)) send(m);
+    await out.until(40, 5000);
+    assert.equal(out.of("allowed").length, 40);
+    assert.equal(new Set(out.of("allowed").map((m) => m.messageId)).size, 40);
+    const times = [...arrived.values()].sort((a, b) => a - b);
+    const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
+    assert.ok(Math.min(...gaps) >= 40, `gaps ${gaps.join(",")}`);
+    const last = (times.at(-1) as number) - started;
+    assert.ok(last >= 1900 && last < 2400, `last after ${last} ms`);
+    // each left at its reserved instant (release_at), not before
+    for (const m of out.of("allowed").slice(1)) {
+      const at = Date.parse(admission(m).release_at as string);
+      assert.ok((arrived.get(String(m.messageId)) as number) >= at - 1, `${String(m.messageId)} early`);
+    }
+  });
+
+  it("maxWait bounds the wait: a msg that would wait longer leaves by skipped at once", async () => {
+    const { out, send } = await deploy({ store: "memory", gate: { rate: 10, burst: 1, maxWait: 0.5 } });
+    for (const m of msgs(10)) send(m);
+    await out.until(4, 300);
+    const skipped = out.of("skipped");
+    assert.equal(skipped.length, 4, "at once, not after waiting");
+    assert.ok(skipped.every((m) => reasonOf(m) === "throughput_exceeded" && (admission(m).retry_after_seconds as number) > 0.5));
+    await out.until(10, 2000);
+    assert.equal(out.of("allowed").length, 6);
+  });
+
+  it("two cap-configs on one Redis with the same key never pass more than the shared ceiling", async () => {
+    const { out, send } = await deploy({ store: "redis", instances: 2, gate: { rate: 20, burst: 5, disposition: "skip" } });
+    const started = Date.now();
+    let i = 0;
+    while (Date.now() - started < 5000) {
+      send({ messageId: `a${i}` }, 0);
+      send({ messageId: `b${i}` }, 1);
+      i++;
+      await sleep(5);
+    }
+    await out.until(2 * i, 5000);
+    const seconds = (Date.now() - started) / 1000;
+    const allowed = out.of("allowed").length;
+    assert.ok(allowed <= 20 * seconds + 5, `${allowed} allowed in ${seconds} s`);
+    assert.ok(allowed >= 20 * 5 - 5, `${allowed} allowed: the ceiling was not used`);
+    assert.ok(out.of("allowed").some((m) => String(m.messageId).startsWith("a")) && out.of("allowed").some((m) => String(m.messageId).startsWith("b")));
+  });
+
+  it("keeps 100 held msgs across a redeploy: none lost, none sent twice", async () => {
+    const keyPrefix = uniquePrefix("tp-redeploy");
+    const gate = { rate: 50, burst: 1 };
+    let flow = await deploy({ store: "redis", keyPrefix, gate });
+    const seen: string[] = [];
+    for (const m of msgs(100)) flow.send(m);
+    await sleep(400);
+    seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
+    await helper.unload();
+    flow = await deploy({ store: "redis", keyPrefix, gate });
+    await flow.out.until(100 - seen.length, 6000);
+    await sleep(200);
+    seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
+    assert.ok(seen.length >= 100, `${seen.length} released`);
+    assert.equal(new Set(seen).size, seen.length, "none twice");
+    assert.equal(seen.length, 100, "none lost");
+  });
+
+  for (const store of ["memory", "redis"] as const) {
+    it(`msg.reset drops the held msgs of that key (each by skipped, reset), msg.flush releases them now (${store})`, async () => {
+      const { out, send } = await deploy({ store, gate: { rate: 1, burst: 1, keyType: "channel" } });
+      for (const m of msgs(4, "r")) send(m);
+      send({ messageId: "other", channel: "email" });
+      await out.until(2, 1000);
+      assert.deepEqual(out.of("allowed").map((m) => m.messageId).sort(), ["other", "r0"]);
+      await sleep(100);
+      send({ reset: true, channel: "sms" });
+      await out.until(5, 2000);
+      const reset = out.of("skipped");
+      assert.deepEqual(reset.map((m) => m.messageId).sort(), ["r1", "r2", "r3"]);
+      assert.ok(reset.every((m) => reasonOf(m) === "reset" && admission(m).throughput_key === "default/sms"));
+      for (const m of msgs(3, "f")) send(m);
+      await sleep(300);
+      assert.equal(out.total(), 5, "held behind the ceiling");
+      const flushedAt = Date.now();
+      send({ flush: true, channel: "sms" });
+      await out.until(8, 1000);
+      assert.ok(Date.now() - flushedAt < 1000);
+      assert.deepEqual(out.of("allowed").slice(2).map((m) => m.messageId).sort(), ["f0", "f1", "f2"]);
+      assert.equal(out.of("caught").length, 0);
+    });
+  }
+
+  it("gives back the claims of earlier gates for a msg it skips", async () => {
+    const { out, send } = await deploy({
+      store: "redis", gate: { rate: 1, burst: 1, disposition: "skip" },
+      capRules: [{ id: "one-a-day", scope: "global", max_count: 1, window_seconds: 86400 }],
+    });
+    send({ recipient: "a", messageId: "a1" }, -1);
+    await out.until(1);
+    send({ recipient: "b", messageId: "b1" }, -1);
+    await out.until(2);
+    assert.equal(out.of("allowed")[0]?.messageId, "a1");
+    const skipped = out.of("skipped")[0];
+    assert.equal(reasonOf(skipped), "throughput_exceeded");
+    assert.deepEqual(admission(skipped).claims, [], "given back");
+    await sleep(1100);
+    send({ recipient: "b", messageId: "b2" }, -1);
+    await out.until(3);
+    assert.equal(out.of("allowed")[1]?.messageId, "b2", "b's slot was given back, so its next send passes the cap");
+  });
+
+  it("takes a burst of 10,000 in one tick in skip mode exactly: the burst and the rate pass, the rest is skipped, none fails open", async () => {
+    const { out, send } = await deploy({ store: "redis", gate: { rate: 1000, burst: 100, disposition: "skip" }, timeoutMs: 1000 });
+    const started = Date.now();
+    for (let i = 0; i < 10_000; i++) send({ recipient: `u${i}`, messageId: `m${i}` });
+    await out.until(10_000, 60_000);
+    const elapsed = (Date.now() - started) / 1000;
+    assert.equal(out.of("caught").length, 0);
+    const allowed = out.of("allowed");
+    assert.equal(allowed.filter((m) => reasonOf(m) !== undefined).length, 0, "none failed open");
+    assert.ok(allowed.length >= 100 && allowed.length <= 100 + 1000 * elapsed + 5, `${allowed.length} allowed in ${elapsed} s`);
+    assert.equal(out.of("skipped").length, 10_000 - allowed.length);
+    assert.ok(out.of("skipped").every((m) => reasonOf(m) === "throughput_exceeded"));
+  });
+
+  it("names a bad setting and a bad key", async () => {
+    await helper.load(nodes, [TAB,
+      { id: "cfg0", type: "cap-config", store: "memory", keyPrefix: uniquePrefix("tp-bad"), rules: [] },
+      flowNode({ id: "bad", type: "throughput-gate", config: "cfg0", rate: 0, wires: [[], [], []] }),
+      flowNode({ id: "tp0", type: "throughput-gate", config: "cfg0", key: "tenant", keyType: "msg", wires: [["allowed"], ["skipped"], ["deferred"]] }),
+      ...OUTPUTS.map((id) => flowNode({ id, type: "helper" })),
+      flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }),
+    ]);
+    const out = new Collector(OUTPUTS);
+    helper.getNode("tp0")?.receive({ recipient: "r", channel: "sms", messageId: "x" });
+    await out.until(1);
+    assert.match(String((out.of("caught")[0]?.error as { message: string }).message), /key: must be a non-empty string or a number, got undefined/);
+    helper.getNode("tp0")?.receive({ recipient: "r", channel: "sms", messageId: "y", tenant: "t1" });
+    await out.until(2);
+    assert.equal(admission(out.of("allowed")[0]).throughput_key, "default/t1");
+  });
+});
