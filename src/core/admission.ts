@@ -266,6 +266,7 @@ export function markRefunded(admission: Admission, refunded: number): void {
 export function httpRefusal(admission: Admission): { statusCode: number; headers: Record<string, string>; payload: unknown } {
   const code = admission.error?.code ?? (admission.reason ? ERROR_CODES[admission.reason] : "REFUSED");
   const headers: Record<string, string> = {};
-  if (typeof admission.retry_after_seconds === "number") headers["Retry-After"] = String(admission.retry_after_seconds);
+  // the header takes whole seconds (RFC 9110); the throughput-gate's exact wait (0.1 s) stays in the body
+  if (typeof admission.retry_after_seconds === "number") headers["Retry-After"] = String(Math.ceil(admission.retry_after_seconds));
   return { statusCode: 429, headers, payload: { error: code, details: admission.error?.details ?? {} } };
 }

@@ -149,6 +149,20 @@ function readExpiresAt(value: unknown): number | undefined {
   return ms;
 }
 
+/** A send's channel: required, one the cap-config knows. */
+export function readChannel(value: unknown, rules: Pick<SendRules, "channels">): string {
+  if (absent(value)) throw new SendFieldError("channel", "is required");
+  if (typeof value !== "string" || !rules.channels.includes(value)) {
+    throw new SendFieldError("channel", `unknown channel ${JSON.stringify(value)} (known: ${rules.channels.join(", ")})`);
+  }
+  return value;
+}
+
+/** A send's org: its own (checked), else the cap-config's default. */
+export function sendOrg(value: unknown, rules: Pick<SendRules, "defaultOrg">): string {
+  return optionalString("org", value) ?? rules.defaultOrg;
+}
+
 /** Checks a raw send against SPEC §2 and returns it typed, or throws naming the field. */
 export function parseSend(raw: RawSend, rules: SendRules): Send {
   if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
@@ -156,11 +170,7 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
   if (raw.recipient.trim() === "") throw new SendFieldError("recipient", "must not be blank");
   boundedText("recipient", raw.recipient);
 
-  if (absent(raw.channel)) throw new SendFieldError("channel", "is required");
-  if (typeof raw.channel !== "string" || !rules.channels.includes(raw.channel)) {
-    throw new SendFieldError("channel", `unknown channel ${JSON.stringify(raw.channel)} (known: ${rules.channels.join(", ")})`);
-  }
-
+  const channel = readChannel(raw.channel, rules);
   const category = optionalString("category", raw.category);
   const tier = optionalString("tier", raw.tier);
   if (rules.requireTier && tier === undefined) throw new SendFieldError("tier", "is required by the cap-config (requireTier)");
@@ -168,11 +178,11 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
   const messageId = idString("messageId", raw.messageId) ?? idString("messageId", raw.fallbackMessageId);
   if (messageId === undefined) throw new SendFieldError("messageId", "is required (msg.messageId or msg._msgid)");
 
-  const org = optionalString("org", raw.org) ?? rules.defaultOrg;
+  const org = sendOrg(raw.org, rules);
 
   return {
     recipient: raw.recipient,
-    channel: raw.channel,
+    channel,
     ...(category !== undefined ? { category } : {}),
     ...(tier !== undefined ? { tier } : {}),
     messageId,
@@ -191,5 +201,5 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
 export function claimHolder(raw: Pick<RawSend, "recipient" | "org">, rules: Pick<SendRules, "defaultOrg">): { recipient: string; org: string } {
   if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
   if (typeof raw.recipient !== "string") throw new SendFieldError("recipient", `must be a string, got ${typeof raw.recipient}`);
-  return { recipient: raw.recipient, org: optionalString("org", raw.org) ?? rules.defaultOrg };
+  return { recipient: raw.recipient, org: sendOrg(raw.org, rules) };
 }

@@ -67,9 +67,9 @@ export async function holdOrExpire(
   msg.admission = { ...held, claims: refusal.claims, trail: refusal.trail };
   stored.admission = msg.admission;
   // through the send queue: batched with the burst's other holds, under a timeout of its own.
-  // The id is the msg's own (cap-config, gate, messageId): a retried hold replaces, never doubles.
+  // The id is the msg's own (cap-config, gate, recipient, messageId): a retried hold replaces, never doubles.
   await ctx.service.deferrals.hold({
-    id: heldMsgId(ctx.configId, ctx.node.id, send.messageId), gate: ctx.node.id, dueAt: plan.dueAt,
+    id: heldMsgId(ctx.configId, ctx.node.id, send, ctx.service.recipientToken(send.recipient)), gate: ctx.node.id, dueAt: plan.dueAt,
     deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt, deadline: plan.deadline,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
     msg: stored,

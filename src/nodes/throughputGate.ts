@@ -6,8 +6,8 @@ import type { DeferredMsg } from "../core/defer";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
-import { boundedText, parseSend, type Send } from "../core/send";
-import { gcraLimit, type GcraLimit } from "../core/throughput/gcra";
+import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
+import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { RateMeter } from "../core/throughput/rateMeter";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
@@ -82,16 +82,6 @@ function scopeValue(value: unknown): string {
   return boundedText("key", value);
 }
 
-/** A control msg's org: its own (checked as a send's), else the cap-config's default. */
-function controlOrg(value: unknown, fallback: string): string {
-  if (value === undefined || value === null || value === "") return fallback;
-  if (typeof value !== "string") throw new SendFieldError("org", `must be a string, got ${typeof value}`);
-  return boundedText("org", value);
-}
-
-function hasOwn(msg: object, name: string): boolean {
-  return Object.hasOwn(msg, name);
-}
 
 export default function register(RED: NodeAPI): void {
   function ThroughputGate(this: Node, def: ThroughputGateDef): void {
@@ -192,28 +182,30 @@ export default function register(RED: NodeAPI): void {
     async function control(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, reset: boolean): Promise<void> {
       const read = reader.read(msg);
       const raw = read instanceof Promise ? await read : read;
-      const org = controlOrg(raw.org, svc.settings.defaultOrg);
-      const scope = await scopeOf(msg, s, () => parseSend({ ...raw, recipient: "control" }, svc.sendRules).channel);
+      // a control msg is no send: only what names its ceiling is read (no recipient, tier or messageId asked for)
+      const org = sendOrg(raw.org, svc.sendRules);
+      const scope = await scopeOf(msg, s, () => readChannel(raw.channel, svc.sendRules));
       const key = ceilingKey(svc.settings.keyPrefix, org, scope);
       const label = ceilingLabel(org, scope);
-      const dropped: { msg: AdmittedMsg; holder: { recipient: string; org: string } }[] = [];
-      await svc.deferrals.takeTagged(node.id, tagOf(key), (held) => {
+      const reserved: number[] = [];
+      // each dropped msg is out of skipped before its batch is acked: a crash in between repeats it (same release_id), never loses it
+      await svc.deferrals.takeTagged(node.id, tagOf(key), async (held) => {
         if (!reset) {
           release(held, true);
           return;
         }
         const heldMsg = held.msg as AdmittedMsg;
         heldMsg.admission = { ...resetAdmission(heldMsg.admission, label, { gate: GATE, now: new Date() }), release_id: releaseId(held) };
-        dropped.push({ msg: heldMsg, holder: holderOf(held, svc) });
-      });
-      if (dropped.length > 0) {
-        // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them)
-        await svc.throughput.refund(org, scope, s.limit, dropped.length).catch((err: Error) => node.warn(`msg.reset: could not give back ${dropped.length} reserved instant(s) of ${label}: ${err.message}`));
-      }
-      for (const { msg: heldMsg, holder } of dropped) {
-        await giveBack(heldMsg, holder);
+        reserved.push(Number(held.meta?.reservedUs));
+        await giveBack(heldMsg, holderOf(held, svc));
         status.skipped();
         emit([null, heldMsg, null]);
+      });
+      // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them),
+      // as far as no later reservation, another gate's or instance's, sits behind them
+      const given = refundable(reserved, s.limit.emissionUs);
+      if (given) {
+        await svc.throughput.refund(org, scope, s.limit, given).catch((err: Error) => node.warn(`msg.reset: could not give back ${given.count} reserved instant(s) of ${label}: ${err.message}`));
       }
     }
 
@@ -221,8 +213,8 @@ export default function register(RED: NodeAPI): void {
       const svc = config?.service;
       if (problem || !svc || !settings) throw problem ?? new Error("cap-config: its store is closed");
       const s = settings;
-      if (hasOwn(msg, "reset") || hasOwn(msg, "flush")) {
-        await control(msg, svc, s, hasOwn(msg, "reset"));
+      if (Object.hasOwn(msg, "reset") || Object.hasOwn(msg, "flush")) {
+        await control(msg, svc, s, Object.hasOwn(msg, "reset"));
         return;
       }
       const read = reader.read(msg);
@@ -261,11 +253,11 @@ export default function register(RED: NodeAPI): void {
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const stored = storedMsg(msg);
       await svc.deferrals.hold({
-        id: heldMsgId((config as CapConfigNode).id, node.id, sendData.messageId), gate: node.id, dueAt,
+        id: heldMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient)), gate: node.id, dueAt,
         deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
         ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
         msg: stored,
-        meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org },
+        meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(outcome.nowUs + outcome.waitUs) },
       }, undefined, tagOf(ceilingKey(svc.settings.keyPrefix, sendData.org, scope)));
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
     }

@@ -391,15 +391,30 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
 
       it("gives back reservations: the TAT moves back by n × T, never into the past", async () => {
         const limit = gcraLimit(10, 1, 1);
+        const at = (o: ThroughputOutcome | undefined) => (o ? o.nowUs + o.waitUs : 0);
         const held = await reserve(5, 10, 1, 60_000);
         assert.deepEqual(held.map((o) => o.waitUs), [0, 100_000, 200_000, 300_000, 400_000]);
-        const [back] = await store.throughputRefund([{ key: ceiling(), emissionUs: limit.emissionUs, count: 2 }]);
+        const [back] = await store.throughputRefund([{ key: ceiling(), ...limit, count: 2, lastUs: at(held[4]) }]);
         assert.ok(typeof back === "number" && back > 0);
-        const next = (await reserve(1, 10, 1, 60_000))[0]?.waitUs ?? 0;
-        assert.ok(next > 250_000 && next <= 300_000, `the next takes the first instant given back (${next} µs, not 500,000)`);
-        await store.throughputRefund([{ key: ceiling(), emissionUs: limit.emissionUs, count: 100 }]);
+        const next = (await reserve(1, 10, 1, 60_000))[0];
+        assert.ok(next && next.waitUs > 250_000 && next.waitUs <= 300_000, `the next takes the first instant given back (${next?.waitUs} µs, not 500,000)`);
+        await store.throughputRefund([{ key: ceiling(), ...limit, count: 100, lastUs: at(next) }]);
         assert.deepEqual((await reserve(2, 10, 1, 0)).map((o) => o.allowed), [true, false], "back to now, not before it: no extra burst");
-        assert.deepEqual(await store.throughputRefund([{ key: ceiling("never-seen"), emissionUs: limit.emissionUs, count: 1 }]), [0]);
+        assert.deepEqual(await store.throughputRefund([{ key: ceiling("never-seen"), ...limit, count: 1, lastUs: 0 }]), [0]);
+      });
+
+      it("gives back nothing when something was reserved after the dropped msgs (another gate's or instance's msg keeps its instant)", async () => {
+        const limit = gcraLimit(10, 1, 3);
+        const key = ceiling("shared");
+        const mine = (await store.throughput(Array.from({ length: 6 }, () => ({ key, ...limit, maxWaitUs: 60_000_000 })))).map((r) => answered(r));
+        const theirs = answered((await store.throughput([{ key, ...limit, maxWaitUs: 60_000_000 }]))[0]);
+        const last = mine[5] as ThroughputOutcome;
+        const [kept] = await store.throughputRefund([{ key, ...limit, count: 3, lastUs: last.nowUs + last.waitUs }]);
+        const after = answered((await store.throughput([{ key, ...limit, maxWaitUs: 60_000_000 }]))[0]);
+        assert.ok(typeof kept === "number" && kept > 0);
+        // the next instant follows theirs, T after it: nothing was given back under it
+        const theirsAt = theirs.nowUs + theirs.waitUs;
+        assert.ok(Math.abs(after.nowUs + after.waitUs - (theirsAt + limit.emissionUs)) <= 1, `next at ${after.nowUs + after.waitUs - theirsAt} µs after theirs`);
       });
 
       it("keeps ceilings apart and frees the ceiling as time passes", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { capCounterKey, recipientHashTag } from "../../src/core/keys";
-import { gcraLimit, gcraStep } from "../../src/core/throughput/gcra";
+import { gcraLimit, gcraRefund, gcraStep, refundable } from "../../src/core/throughput/gcra";
 import { RateMeter } from "../../src/core/throughput/rateMeter";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../../src/core/throughput/throughputKeys";
 
@@ -27,6 +27,19 @@ describe("throughput core", () => {
     assert.deepEqual(at(100_000, 250_000), [true, 100_000], "queue: reserves the next instant");
     assert.deepEqual(at(100_000, 50_000), [false, 200_000]);
     assert.deepEqual(at(10_000_000), [true, 0], "an old TAT means nothing");
+  });
+
+  it("gives back only the dropped reservations at the tail, and nothing under a later one", () => {
+    const T = 100_000;
+    assert.deepEqual(refundable([300_000, 100_000, 200_000], T), { count: 3, lastUs: 300_000 });
+    assert.deepEqual(refundable([500_000, 400_000, 200_000], T), { count: 2, lastUs: 500_000 }, "300,000 is another msg's: the chain stops there");
+    assert.deepEqual(refundable([Number.NaN, 700_000], T), { count: 1, lastUs: 700_000 }, "a held msg that kept no instant gives back nothing");
+    assert.equal(refundable([], T), undefined);
+    const limit = gcraLimit(10, 1, 1);
+    // dropped: the reservations at 400 ms and 500 ms; the TAT they left is 600 ms
+    assert.equal(gcraRefund(600_000, 0, limit, 2, 500_000), 400_000);
+    assert.equal(gcraRefund(700_000, 0, limit, 2, 500_000), 700_000, "a reservation at 600 ms came after: nothing given back");
+    assert.equal(gcraRefund(600_000, 550_000, limit, 2, 500_000), 550_000, "never before now");
   });
 
   it("gives every ceiling its own key and hash tag, never a recipient's", () => {

@@ -46,11 +46,14 @@ describe("lua/gcra.lua in Redis", () => {
     const now = reserved[0] as number;
     assert.equal(await redis.get(key), String(now + 300_000));
     const refund = luaScript("gcra_refund");
-    const back = await redis.eval(refund, 2, key, `${prefix}:{o|t|k|gone}:tp`, 100_000, 1, 100_000, 1) as number[];
+    // per item: T, n, the latest given back instant, τ; the 3rd reservation (now + 200 ms) was the latest
+    const notLatest = await redis.eval(refund, 1, key, 100_000, 1, now + 100_000, 0) as number[];
+    assert.equal(notLatest[1], now + 300_000, "a reservation after the given-back one keeps the TAT where it is");
+    const back = await redis.eval(refund, 2, key, `${prefix}:{o|t|k|gone}:tp`, 100_000, 1, now + 200_000, 0, 100_000, 1, 0, 0) as number[];
     assert.equal(back[1], now + 200_000);
     assert.equal(back[2], 0);
     assert.equal(await redis.exists(`${prefix}:{o|t|k|gone}:tp`), 0);
-    const all = await redis.eval(refund, 1, key, 100_000, 50) as number[];
+    const all = await redis.eval(refund, 1, key, 100_000, 50, now + 100_000, 0) as number[];
     assert.equal(all[1], all[0], "never into the past");
   });
 });

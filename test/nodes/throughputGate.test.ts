@@ -18,6 +18,8 @@ interface Options {
   /** a frequency-cap-gate in front of the first throughput-gate (cap rules) */
   capRules?: object[];
   timeoutMs?: number;
+  /** more cap-config properties */
+  config?: Record<string, unknown>;
 }
 
 /** cap-config(s) + throughput-gate(s) whose outputs go to `allowed`, `skipped`, `deferred`; Catch to `caught`. */
@@ -26,7 +28,7 @@ async function deploy(options: Options): Promise<{ out: Collector; send: (msg: R
   const flow: object[] = [TAB];
   for (let i = 0; i < (options.instances ?? 1); i++) {
     flow.push(
-      { id: `cfg${i}`, type: "cap-config", ...(options.suite?.config() ?? { store: options.store, redisUrl: REDIS_URL }), keyPrefix, rules: options.capRules ?? [], timeoutMs: options.timeoutMs ?? 1000 },
+      { id: `cfg${i}`, type: "cap-config", ...(options.suite?.config() ?? { store: options.store, redisUrl: REDIS_URL }), keyPrefix, rules: options.capRules ?? [], timeoutMs: options.timeoutMs ?? 1000, ...options.config },
       flowNode({ id: `tp${i}`, type: "throughput-gate", config: `cfg${i}`, ...options.gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
     );
   }
@@ -135,6 +137,37 @@ describe("throughput-gate", function () {
       const at = Date.parse(admission(m).release_at as string);
       assert.ok((arrived.get(String(m.messageId)) as number) >= at - 1, `${String(m.messageId)} early`);
     }
+  });
+
+  it("holds a split node's parts apart: 5 recipients' msgs sharing one messageId (_msgid) all leave, none replaces another", async () => {
+    const { out, send } = await deploy({ store: "redis", gate: { rate: 20, interval: 1, burst: 1 } });
+    for (let i = 0; i < 5; i++) send({ messageId: "split-part", recipient: `r${i}` });
+    await out.until(5, 3000);
+    assert.deepEqual(out.of("allowed").map((m) => m.recipient).sort(), ["r0", "r1", "r2", "r3", "r4"]);
+    await sleep(300);
+    assert.equal(out.total(), 5, "each once");
+  });
+
+  it("in HTTP mode answers 429 with a whole-second Retry-After (RFC 9110), the exact wait in the body", async () => {
+    const { out, send } = await deploy({ store: "memory", gate: { rate: 10, burst: 1, disposition: "skip", httpResponse: true } });
+    send({ messageId: "h1" });
+    send({ messageId: "h2" });
+    await out.until(2);
+    const refused = out.of("skipped")[0] as Msg;
+    assert.equal(refused.statusCode, 429);
+    assert.equal((refused.headers as Record<string, string>)["Retry-After"], "1");
+    assert.ok((admission(refused).retry_after_seconds as number) <= 0.1);
+  });
+
+  it("takes msg.reset without the fields only a send needs (a cap-config with requireTier)", async () => {
+    const { out, send } = await deploy({ store: "memory", config: { requireTier: true }, gate: { rate: 1, burst: 1 } });
+    for (const m of msgs(3, "t")) send({ ...m, tier: "P2" });
+    await out.until(1, 1000);
+    send({ reset: true });
+    await out.until(3, 2000);
+    assert.deepEqual(out.of("skipped").map((m) => m.messageId).sort(), ["t1", "t2"]);
+    assert.ok(out.of("skipped").every((m) => reasonOf(m) === "reset"));
+    assert.equal(out.of("caught").length, 0);
   });
 
   it("maxWait bounds the wait: a msg that would wait longer leaves by skipped at once", async () => {

@@ -7,12 +7,16 @@ function sha256(parts: readonly (string | number)[]): string {
 }
 
 /**
- * The id a gate holds a msg under: the same (cap-config, gate, messageId)
- * always gets the same id, so a retried hold replaces the held copy instead
- * of holding the msg twice. A hash: it is a key part, and holds no messageId.
+ * The id a gate holds a msg under: the same (cap-config, gate, org,
+ * recipient, channel, messageId) always gets the same id, so a retried hold
+ * replaces the held copy instead of holding the msg twice. The recipient is
+ * part of it because a split node's parts share one _msgid (the messageId
+ * when a msg has none): one audience's msgs would replace each other. Pass
+ * the recipient as the store keys it (its HMAC when hashRecipients is on).
+ * A hash: it is a key part, and holds no messageId or address.
  */
-export function heldMsgId(configId: string, gate: string, messageId: string): string {
-  return sha256(["held", configId, gate, messageId]);
+export function heldMsgId(configId: string, gate: string, send: { org: string; channel: string; messageId: string }, recipientToken: string): string {
+  return sha256(["held", configId, gate, send.org, recipientToken, send.channel, send.messageId]);
 }
 
 /**

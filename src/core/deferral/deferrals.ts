@@ -147,18 +147,19 @@ export class Deferrals {
    * acks them: each is handed out once, even with several instances. Returns
    * how many. A msg `each` throws on is reported and acked with the others.
    */
-  async takeTagged(gate: string, tag: string, each: ReleaseHandler): Promise<number> {
+  async takeTagged(gate: string, tag: string, each: (held: DeferredMsg) => void | Promise<void>): Promise<number> {
     const queue = this.queueOf(gate);
     let taken = 0;
     for (;;) {
       const msgs = await queue.takeTagged(tag, this.polling.batch, this.polling.leaseMs);
-      for (const held of msgs) {
+      // acked once every one is handed out (an async handler awaited): a crash before the ack repeats, never loses
+      await Promise.all(msgs.map(async (held) => {
         try {
-          each(held);
+          await each(held);
         } catch (err) {
           this.options.warn(`gate ${gate} could not hand out held msg ${held.id}: ${(err as Error).message}`);
         }
-      }
+      }));
       if (msgs.length > 0) await queue.ack(msgs.map((m) => m.id));
       taken += msgs.length;
       if (msgs.length < this.polling.batch) break;

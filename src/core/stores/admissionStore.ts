@@ -92,7 +92,11 @@ export interface ThroughputRequest {
 export interface ThroughputRefund {
   key: string;
   emissionUs: number;
+  toleranceUs: number;
+  /** reservations given back: the latest one and the count - 1 before it, each T apart */
   count: number;
+  /** the latest given-back reservation's instant, µs: when the ceiling reserved anything after it, nothing is given back */
+  lastUs: number;
 }
 
 export interface ThroughputOutcome {

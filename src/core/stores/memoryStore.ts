@@ -123,7 +123,7 @@ export class MemoryStore implements AdmissionStore {
     return refunds.map((r) => {
       const tat = live(this.ceilings, r.key, nowMs)?.tat;
       if (tat === undefined) return 0;
-      const back = gcraRefund(tat, nowUs, r.emissionUs, Math.max(0, Math.floor(r.count)));
+      const back = gcraRefund(tat, nowUs, r, Math.max(0, Math.floor(r.count)), r.lastUs);
       this.ceilings.set(r.key, { tat: back, expiresAt: nowMs + gcraKeepMs(back, nowUs) });
       return back;
     });

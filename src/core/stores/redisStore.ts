@@ -229,7 +229,7 @@ const gcraBatch: ScriptBatch<ThroughputRequest, ThroughputOutcome> = {
 const gcraRefundBatch: ScriptBatch<ThroughputRefund, number> = {
   call: "sendgateGcraRefund",
   keysOf: (r) => [r.key],
-  argsOf: (items) => items.flatMap((r) => [r.emissionUs, Math.max(0, Math.floor(r.count))]),
+  argsOf: (items) => items.flatMap((r) => [r.emissionUs, Math.max(0, Math.floor(r.count)), r.lastUs, r.toleranceUs]),
   read: (reply, items) => items.map((_, i) => Number(reply[1 + i])),
 };
 

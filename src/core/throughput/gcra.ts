@@ -43,9 +43,31 @@ export function gcraStep(tat: number | undefined, nowUs: number, limit: GcraLimi
   return { allowed: true, waitUs, tat: base + limit.emissionUs };
 }
 
-/** Gives back `count` reservations (their msgs were dropped): the TAT moves back, never into the past. */
-export function gcraRefund(tat: number, nowUs: number, emissionUs: number, count: number): number {
-  return Math.max(nowUs, tat - count * emissionUs);
+/**
+ * Gives back `count` reservations (their msgs were dropped), the latest at
+ * `lastUs` and the others T apart before it: the TAT moves back, never into
+ * the past. Only when nothing was reserved after `lastUs` (the TAT is the one
+ * that reservation left, lastUs + τ + T): a later reservation, another gate's
+ * or instance's, keeps its instant, and moving the TAT back under it would let
+ * the next msgs share instants with it, over the ceiling.
+ */
+export function gcraRefund(tat: number, nowUs: number, limit: GcraLimit, count: number, lastUs: number): number {
+  if (tat > lastUs + limit.toleranceUs + limit.emissionUs) return tat;
+  return Math.max(nowUs, tat - count * limit.emissionUs);
+}
+
+/**
+ * Of some dropped msgs' reserved instants, the ones that can be given back:
+ * the latest, and those before it T apart without a gap (a gap is an instant
+ * another msg still holds). Undefined when there is none.
+ */
+export function refundable(reservedUs: readonly number[], emissionUs: number): { count: number; lastUs: number } | undefined {
+  const sorted = [...new Set(reservedUs.filter((us) => Number.isFinite(us)))].sort((a, b) => b - a);
+  const last = sorted[0];
+  if (last === undefined) return undefined;
+  let count = 1;
+  while (count < sorted.length && sorted[count] === last - count * emissionUs) count++;
+  return { count, lastUs: last };
 }
 
 /** How long the store keeps a key after `tat`'s step: past the TAT it means nothing (a fresh key), plus a grace second. */

@@ -20,9 +20,13 @@ export class ThroughputLimiter {
     this.refunds = access.lane("throughput-refund", (store, items) => store.throughputRefund(items), { bounded: false });
   }
 
-  /** Gives back the instants `count` dropped msgs had reserved (msg.reset), so the msgs after them need not wait for nothing. */
-  refund(org: string, scope: CeilingScope, limit: GcraLimit, count: number): Promise<number> {
-    return this.access.submit(this.refunds, { key: ceilingKey(this.keyPrefix, org, scope), emissionUs: limit.emissionUs, count });
+  /**
+   * Gives back the instants dropped msgs had reserved (msg.reset), so the msgs
+   * after them need not wait for nothing: the latest and those T apart before
+   * it, and only if nothing was reserved after it (see gcraRefund).
+   */
+  refund(org: string, scope: CeilingScope, limit: GcraLimit, given: { count: number; lastUs: number }): Promise<number> {
+    return this.access.submit(this.refunds, { key: ceilingKey(this.keyPrefix, org, scope), emissionUs: limit.emissionUs, toleranceUs: limit.toleranceUs, ...given });
   }
 
   /**
