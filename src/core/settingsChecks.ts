@@ -111,3 +111,18 @@ export function waitSecondsProblem(value: unknown, what: string, t: Translate): 
   const n = Number(value);
   return Number.isFinite(n) && n >= 0 ? null : t("sendgate.common.numberFrom", { what, min: 0 });
 }
+
+/** Where a throughput-gate reads its ceiling's key: the send's org, org + channel, or a TypedInput source. */
+export const THROUGHPUT_KEY_TYPES: readonly string[] = ["org", "channel", "msg", "flow", "global", "env", "jsonata", "str"];
+
+/**
+ * What is wrong with a throughput-gate's key, if anything: "keyType" (no such
+ * source) or "key" (a source that needs a property, expression or text got
+ * none). The dialog and the deploy check ask the same question.
+ */
+export function throughputKeyProblem(keyType: unknown, key: unknown): "keyType" | "key" | null {
+  const type = isAbsent(keyType) ? "org" : keyType;
+  if (typeof type !== "string" || !THROUGHPUT_KEY_TYPES.includes(type)) return "keyType";
+  if (type === "org" || type === "channel") return null;
+  return typeof key === "string" && key.trim() !== "" ? null : "key";
+}

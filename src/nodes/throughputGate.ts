@@ -8,6 +8,7 @@ import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
 import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
 import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
+import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
 import { RateMeter } from "../core/throughput/rateMeter";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
@@ -65,9 +66,9 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
   if (disposition !== "queue" && disposition !== "skip") throw new Error(`disposition: must be queue or skip, got ${JSON.stringify(disposition)}`);
   const keyType = def.keyType || "org";
   const key = def.key ?? "";
-  if (!(BUILT_IN_KEYS as readonly string[]).includes(keyType) && key.trim() === "" && keyType !== "str") {
-    throw new Error(`key: a ${keyType} key needs a property or expression`);
-  }
+  const keyProblem = throughputKeyProblem(keyType, key);
+  if (keyProblem === "keyType") throw new Error(`keyType: must be one of ${THROUGHPUT_KEY_TYPES.join(", ")}, got ${JSON.stringify(keyType)}`);
+  if (keyProblem === "key") throw new Error(`key: a ${keyType} key needs a property, expression or text`);
   return { rate, intervalSeconds, burst, limit, disposition, maxWaitMs: secondsSetting("maxWait", def.maxWait, 60) * 1000, keyType, key };
 }
 

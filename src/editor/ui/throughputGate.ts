@@ -1,4 +1,4 @@
-import { burstProblem, isAbsent, positiveNumberProblem, waitSecondsProblem } from "../../core/settingsChecks";
+import { burstProblem, isAbsent, positiveNumberProblem, THROUGHPUT_KEY_TYPES, throughputKeyProblem, waitSecondsProblem } from "../../core/settingsChecks";
 import { gateFields } from "./gateFields";
 import { inputLabel, labelStyle, outputLabel, showDefault } from "./gateCommon";
 import { nodeTexts, t, verdict } from "./i18n";
@@ -7,7 +7,6 @@ import { prepareFieldInputs } from "./sendFields";
 
 const TYPE = "throughput-gate";
 const own = nodeTexts(TYPE);
-const KEY_SOURCES = ["msg", "flow", "global", "env", "jsonata", "str"];
 
 function check(problem: (value: unknown) => string | null): Validator {
   return function (value, opt) {
@@ -22,10 +21,9 @@ const disposition: Validator = function (value, opt) {
 
 /** The key: org and org + channel need nothing more; any other source needs its property or expression. */
 const key: Validator = function (value, opt) {
-  const type = this.keyType;
-  if (isAbsent(type) || type === "org" || type === "channel" || type === "str") return true;
-  if (typeof type === "string" && !KEY_SOURCES.includes(type)) return verdict(own(`${TYPE}.errors.keyType`, { value: JSON.stringify(type) }), opt);
-  return typeof value === "string" && value.trim() !== "" ? true : verdict(own(`${TYPE}.errors.key`), opt);
+  const problem = throughputKeyProblem(this.keyType, value);
+  if (problem === "keyType") return verdict(own(`${TYPE}.errors.keyType`, { value: JSON.stringify(this.keyType) }), opt);
+  return problem === "key" ? verdict(own(`${TYPE}.errors.key`), opt) : true;
 };
 
 /** "10/s", "50 / 2 s", "1,000/min": how the node's label says its ceiling. */
@@ -71,7 +69,7 @@ export const throughputGate = {
       types: [
         { value: "org", label: own(`${TYPE}.keys.org`), hasValue: false },
         { value: "channel", label: own(`${TYPE}.keys.channel`), hasValue: false },
-        ...KEY_SOURCES,
+        ...THROUGHPUT_KEY_TYPES.filter((type) => type !== "org" && type !== "channel"),
       ],
     });
     // burst left empty is the rate (a second's worth at once)
