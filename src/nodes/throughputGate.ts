@@ -252,14 +252,21 @@ export default function register(RED: NodeAPI): void {
       }
       // the reserved instant, by the store's clock (the queue releases by the same clock); rounded up: never early
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
-      const stored = storedMsg(msg);
-      await svc.deferrals.hold({
-        id: heldMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient)), gate: node.id, dueAt,
-        deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
-        ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
-        msg: stored,
-        meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(outcome.nowUs + outcome.waitUs) },
-      }, undefined, tagOf(ceilingKey(svc.settings.keyPrefix, sendData.org, scope)));
+      const reservedUs = outcome.nowUs + outcome.waitUs;
+      try {
+        const stored = storedMsg(msg);
+        await svc.deferrals.hold({
+          id: heldMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient)), gate: node.id, dueAt,
+          deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
+          ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
+          msg: stored,
+          meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs) },
+        }, undefined, tagOf(ceilingKey(svc.settings.keyPrefix, sendData.org, scope)));
+      } catch (err) {
+        // the msg goes to Catch and will not use its instant: given back unless something was reserved after it
+        await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
+        throw err;
+      }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
     }
 

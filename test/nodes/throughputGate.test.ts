@@ -170,6 +170,22 @@ describe("throughput-gate", function () {
     assert.equal(out.of("caught").length, 0);
   });
 
+  it("gives back the instant of a msg that cannot be held (to Catch), so the next one does not wait behind it", async () => {
+    const { out, send } = await deploy({ store: "memory", gate: { rate: 10, burst: 1 } });
+    const circular: Record<string, unknown> = { messageId: "loop" };
+    circular.self = circular;
+    const sentAt = Date.now();
+    send({ messageId: "first" });
+    send(circular);
+    await out.until(2, 1000);
+    send({ messageId: "next" });
+    await out.until(3, 2000);
+    assert.equal(out.of("caught").length, 1);
+    const next = out.of("allowed").find((m) => m.messageId === "next") as Msg;
+    const wait = Date.parse(admission(next).release_at as string) - sentAt;
+    assert.ok(wait < 150, `next released ${wait} ms after the burst: one interval, not two`);
+  });
+
   it("maxWait bounds the wait: a msg that would wait longer leaves by skipped at once", async () => {
     const { out, send } = await deploy({ store: "memory", gate: { rate: 10, burst: 1, maxWait: 0.5 } });
     for (const m of msgs(10)) send(m);
