@@ -142,6 +142,12 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     const record = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 64 });
     const recordRaw = await rawRate(ctx, "record", `${prefix}-ad-raw-record`);
     rows.push({ path: "record (3 caps)", how: "64 in flight", perSec: record.msgs / (record.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: record.verdicts.failOpen });
+    // more in flight, more per batch: Redis answers many records per script call
+    const wide = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 1024 });
+    rows.push({ path: "record (3 caps)", how: "1,024 in flight", perSec: wide.msgs / (wide.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: wide.verdicts.failOpen });
+    // impressions arrive in bulk (an MQTT backlog, a batch from the ad server): the same count, all at once
+    const burst = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: settings.msgs });
+    rows.push({ path: "record (3 caps)", how: `${settings.msgs.toLocaleString("en-US")} at once (burst)`, perSec: burst.msgs / (burst.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: burst.verdicts.failOpen });
 
     progress("ad path: check of 50 candidates at 1,000 requests/s");
     const checks = checkSource(`${keyPrefix}-c`, viewers, settings.seed + 1);
