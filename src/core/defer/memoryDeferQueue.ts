@@ -119,21 +119,23 @@ export class MemoryDeferQueue implements DeferQueue {
     const taken = this.due.splice(0, n);
     const out: DeferredMsg[] = [];
     const damaged: string[] = [];
-    for (const { id } of taken) {
-      const record = this.held.get(id) as Held;
-      record.leaseUntil = now + Math.ceil(leaseMs);
-      this.leased.add(id);
-      if (record.collapseKey !== undefined) {
-        if (this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
-        delete record.collapseKey;
-      }
-      const msg = this.read(id, record);
-      if (msg) out.push(msg);
-      else damaged.push(id);
-    }
+    for (const { id } of taken) this.lease(id, this.held.get(id) as Held, now + Math.ceil(leaseMs), out, damaged);
     if (damaged.length > 0) this.change({ op: "remove", ids: damaged });
     this.flush();
     return out;
+  }
+
+  /** Hands a held msg out until `until` (no longer a collapse target); one that cannot be read goes to `damaged`. */
+  private lease(id: string, record: Held, until: number, out: DeferredMsg[], damaged: string[]): void {
+    record.leaseUntil = until;
+    this.leased.add(id);
+    if (record.collapseKey !== undefined) {
+      if (this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
+      delete record.collapseKey;
+    }
+    const msg = this.read(id, record);
+    if (msg) out.push(msg);
+    else damaged.push(id);
   }
 
   async takeTagged(tag: string, limit: number, leaseMs: number): Promise<DeferredMsg[]> {
@@ -146,15 +148,7 @@ export class MemoryDeferQueue implements DeferQueue {
       const record = this.held.get(id);
       if (!record || record.leaseUntil !== undefined) continue;
       this.unlist(id, record);
-      record.leaseUntil = now + Math.ceil(leaseMs);
-      this.leased.add(id);
-      if (record.collapseKey !== undefined) {
-        if (this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
-        delete record.collapseKey;
-      }
-      const msg = this.read(id, record);
-      if (msg) out.push(msg);
-      else damaged.push(id);
+      this.lease(id, record, now + Math.ceil(leaseMs), out, damaged);
     }
     if (damaged.length > 0) this.change({ op: "remove", ids: damaged });
     this.flush();
