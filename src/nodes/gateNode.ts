@@ -109,3 +109,26 @@ export function secondsSetting(field: string, value: unknown, fallback: number):
   if (!Number.isFinite(n) || n < 0) throw new Error(`${field}: must be seconds >= 0, got ${JSON.stringify(value)}`);
   return n;
 }
+
+/**
+ * A holding gate's settings, read at deploy, and what stops it from running:
+ * its own bad setting (logged here, naming the property), no cap-config
+ * (`needsConfig` says what for), or the cap-config's own problem (already
+ * logged by the cap-config). A problem shows on the status.
+ */
+export function gateSettings<S>(node: Node, status: GateStatus, config: { problem?: Error } | null, needsConfig: string, read: () => S): { settings?: S; problem?: Error } {
+  let settings: S | undefined;
+  let problem: Error | undefined;
+  try {
+    settings = read();
+  } catch (err) {
+    problem = err as Error;
+  }
+  if (!config) problem = new Error(`config: no cap-config selected (${needsConfig})`);
+  else if (config.problem) problem = config.problem;
+  if (problem) {
+    if (problem !== config?.problem) node.error(problem.message);
+    status.broken(problem);
+  }
+  return { ...(settings !== undefined ? { settings } : {}), ...(problem ? { problem } : {}) };
+}

@@ -6,7 +6,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
-import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -64,19 +64,7 @@ export default function register(RED: NodeAPI): void {
     const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
     const metrics = gateMetrics(config?.service, node.id, GATE);
 
-    let settings: ReturnType<typeof settingsOf> | undefined;
-    let problem: Error | undefined;
-    try {
-      settings = settingsOf(def);
-    } catch (err) {
-      problem = err as Error;
-    }
-    if (!config) problem = new Error("config: no cap-config selected (its queue holds deferred msgs)");
-    else if (config.problem) problem = config.problem;
-    if (problem) {
-      if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem);
-    }
+    const { settings, problem } = gateSettings(node, status, config, "its queue holds deferred msgs", () => settingsOf(def));
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     const stopReleasing = config?.service && !problem

@@ -13,7 +13,7 @@ import { RateMeter } from "../core/throughput/rateMeter";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
-import { countingSend, gateMetrics, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { countingSend, gateMetrics, gateSettings, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
@@ -97,19 +97,7 @@ export default function register(RED: NodeAPI): void {
     const meter = new RateMeter();
     status.showRate(() => meter.perSecond());
 
-    let settings: ThroughputSettings | undefined;
-    let problem: Error | undefined;
-    try {
-      settings = throughputSettings(def);
-    } catch (err) {
-      problem = err as Error;
-    }
-    if (!config) problem = new Error("config: no cap-config selected (its store holds the shared ceiling)");
-    else if (config.problem) problem = config.problem;
-    if (problem) {
-      if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem);
-    }
+    const { settings, problem } = gateSettings(node, status, config, "its store holds the shared ceiling", () => throughputSettings(def));
     const keyReader = settings && !(BUILT_IN_KEYS as readonly string[]).includes(settings.keyType)
       ? fieldReader(RED, node, settings.key, settings.keyType)
       : undefined;
