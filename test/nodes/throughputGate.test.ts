@@ -148,6 +148,16 @@ describe("throughput-gate", function () {
     assert.equal(out.total(), 5, "each once");
   });
 
+  it("holds a split burst apart: 2,000 recipients' msgs in one tick sharing one messageId each leave once", async () => {
+    const { out, send } = await deploy({ store: "redis", gate: { rate: 10_000, interval: 1, burst: 1 } });
+    for (let i = 0; i < 2000; i++) send({ messageId: "split-burst", recipient: `r${i}` });
+    await out.until(2000, 10_000);
+    assert.equal(out.of("caught").length, 0);
+    assert.equal(new Set(out.of("allowed").map((m) => m.recipient)).size, 2000, "every part out of allowed");
+    await sleep(200);
+    assert.equal(out.total(), 2000, "each once");
+  });
+
   it("in HTTP mode answers 429 with a whole-second Retry-After (RFC 9110), the exact wait in the body", async () => {
     const { out, send } = await deploy({ store: "memory", gate: { rate: 10, burst: 1, disposition: "skip", httpResponse: true } });
     send({ messageId: "h1" });
