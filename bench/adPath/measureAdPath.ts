@@ -21,6 +21,8 @@ export interface AdPathRow {
   perSec: number;
   p50Ms?: number;
   p99Ms?: number;
+  /** this process's CPU (user + system) per request while the row ran: Node-RED, the gate and the load generator */
+  nodeCpuUs?: number;
   /** redis-benchmark -P 1 of the very script call this row makes */
   rawPerSec: number;
   failOpen: number;
@@ -115,6 +117,14 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
   }
 }
 
+/** A run, and the CPU this process spent on it (µs, user + system). */
+async function withCpu<T>(run: () => Promise<T>): Promise<T & { cpuUs: number }> {
+  const before = process.cpuUsage();
+  const result = await run();
+  const spent = process.cpuUsage(before);
+  return { ...result, cpuUs: spent.user + spent.system };
+}
+
 /** "a,1,b,2" from [a, 1, b, 2]: each counter's field and limit index, as lua/inspect.lua reads them */
 function pairs(flat: readonly string[]): string[] {
   const out: string[] = [];
@@ -139,15 +149,15 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     progress("ad path: recording impressions, 64 in flight");
     const impressions = impressionSource(`${keyPrefix}-i`, viewers, settings.seed);
     await drive(recorder, ctx.completions, impressions, { count: Math.min(5_000, settings.msgs), concurrency: 64 });
-    const record = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 64 });
+    const record = await withCpu(() => drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 64 }));
     const recordRaw = await rawRate(ctx, "record", `${prefix}-ad-raw-record`);
-    rows.push({ path: "record (3 caps)", how: "64 in flight", perSec: record.msgs / (record.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: record.verdicts.failOpen });
+    rows.push({ path: "record (3 caps)", how: "64 in flight", perSec: record.msgs / (record.elapsedMs / 1000), nodeCpuUs: record.cpuUs / record.msgs, rawPerSec: recordRaw, failOpen: record.verdicts.failOpen });
     // more in flight, more per batch: Redis answers many records per script call
-    const wide = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 1024 });
-    rows.push({ path: "record (3 caps)", how: "1,024 in flight", perSec: wide.msgs / (wide.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: wide.verdicts.failOpen });
+    const wide = await withCpu(() => drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: 1024 }));
+    rows.push({ path: "record (3 caps)", how: "1,024 in flight", perSec: wide.msgs / (wide.elapsedMs / 1000), nodeCpuUs: wide.cpuUs / wide.msgs, rawPerSec: recordRaw, failOpen: wide.verdicts.failOpen });
     // impressions arrive in bulk (an MQTT backlog, a batch from the ad server): the same count, all at once
-    const burst = await drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: settings.msgs });
-    rows.push({ path: "record (3 caps)", how: `${settings.msgs.toLocaleString("en-US")} at once (burst)`, perSec: burst.msgs / (burst.elapsedMs / 1000), rawPerSec: recordRaw, failOpen: burst.verdicts.failOpen });
+    const burst = await withCpu(() => drive(recorder, ctx.completions, impressions, { count: settings.msgs, concurrency: settings.msgs }));
+    rows.push({ path: "record (3 caps)", how: `${settings.msgs.toLocaleString("en-US")} at once (burst)`, perSec: burst.msgs / (burst.elapsedMs / 1000), nodeCpuUs: burst.cpuUs / burst.msgs, rawPerSec: recordRaw, failOpen: burst.verdicts.failOpen });
 
     progress("ad path: check of 50 candidates at 1,000 requests/s");
     const checks = checkSource(`${keyPrefix}-c`, viewers, settings.seed + 1);
@@ -156,9 +166,9 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     const checkRaw = await rawRate(ctx, "inspect", `${prefix}-ad-raw-check`);
     rows.push({ path: "check (50 candidates)", how: "1,000 requests/s, open loop", perSec: 1_000, p50Ms: paced.p50, p99Ms: paced.p99, rawPerSec: checkRaw, failOpen: 0 });
     progress("ad path: check of 50 candidates, as fast as it goes");
-    const flat = await drive(checker, ctx.completions, checks, { count: Math.min(settings.msgs, 20_000), concurrency: 64 });
+    const flat = await withCpu(() => drive(checker, ctx.completions, checks, { count: Math.min(settings.msgs, 20_000), concurrency: 64 }));
     const flatLatency = summarize(flat.latenciesMs);
-    rows.push({ path: "check (50 candidates)", how: "64 in flight (max rate)", perSec: flat.msgs / (flat.elapsedMs / 1000), p50Ms: flatLatency.p50, p99Ms: flatLatency.p99, rawPerSec: checkRaw, failOpen: flat.verdicts.failOpen });
+    rows.push({ path: "check (50 candidates)", how: "64 in flight (max rate)", perSec: flat.msgs / (flat.elapsedMs / 1000), p50Ms: flatLatency.p50, p99Ms: flatLatency.p99, nodeCpuUs: flat.cpuUs / flat.msgs, rawPerSec: checkRaw, failOpen: flat.verdicts.failOpen });
   } finally {
     await dropKeys(ctx.redis, keyPrefix);
   }

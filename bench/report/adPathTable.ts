@@ -1,8 +1,8 @@
 import type { AdPathRow } from "../adPath/measureAdPath";
 import { ms, renderTable, whole } from "./markdown";
 
-const HEADER = ["ad path", "how", "requests/s", "p50 ms", "p99 ms", "raw EVALSHA/s", "÷ raw", "fail_open"];
-const RIGHT = [false, false, true, true, true, true, true, true];
+const HEADER = ["ad path", "how", "requests/s", "p50 ms", "p99 ms", "Node CPU µs/request", "raw EVALSHA/s", "÷ raw", "fail_open"];
+const RIGHT = [false, false, true, true, true, true, true, true, true];
 
 function cells(row: AdPathRow): string[] {
   return [
@@ -11,6 +11,7 @@ function cells(row: AdPathRow): string[] {
     whole.format(row.perSec),
     row.p50Ms === undefined ? "—" : ms(row.p50Ms),
     row.p99Ms === undefined ? "—" : ms(row.p99Ms),
+    row.nodeCpuUs === undefined ? "—" : row.nodeCpuUs.toFixed(0),
     whole.format(row.rawPerSec),
     (row.perSec / row.rawPerSec).toFixed(2),
     whole.format(row.failOpen),
