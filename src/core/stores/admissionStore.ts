@@ -1,4 +1,5 @@
 import type { StoreUnavailableError } from "../errors";
+import type { QuotaOutcome, QuotaRequest } from "../totals/quotaStep";
 
 /**
  * One cap's counter: a field of the recipient's counter hash (SPEC §5). Every
@@ -166,6 +167,8 @@ export interface AdmissionStore {
   throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]>;
   /** Gives back reservations: TAT = max(now, TAT − count × T); answers the TAT after, µs (0: the ceiling has no state). */
   throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]>;
+  /** Calls on total caps' shared counters: spends, leases, give-backs (src/core/totals/quotaStep.ts, lua/quota.lua). */
+  quota(requests: readonly QuotaRequest[]): Promise<Settled<QuotaOutcome>[]>;
   /** Read-only: each counter's count in its window and the wait until it has a free slot; claims nothing. */
   inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]>;
   /** Writes (or, without entry, removes) block-list entries. */

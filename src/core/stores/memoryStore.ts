@@ -5,6 +5,7 @@ import type {
 import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
+import { quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../totals/quotaStep";
 
 /** One counter entry: as lua/claim.lua packs it (ts, digest of the messageId, attempt token). */
 export type Entry = [ts: number, digest: number, token: number];
@@ -25,6 +26,8 @@ export interface MemorySnapshot {
   counters: [string, { expiresAt: number; fields: [string, Entry[]][] }][];
   hashes: [string, [string, string][]][];
   marks: [string, Mark][];
+  /** total caps' shared counters (absent in files written before total caps) */
+  quotas?: [string, { expiresAt: number | null; fields: [string, string][] }][];
 }
 
 const SWEEP_EVERY_MS = 60_000;
@@ -82,6 +85,8 @@ export class MemoryStore implements AdmissionStore {
   private readonly marks = new Map<string, Mark>();
   /** throughput ceilings: TAT in µs (not in the snapshot: it means nothing a few seconds later) */
   private readonly ceilings = new Map<string, { tat: number; expiresAt: number }>();
+  /** total caps' counters: the fields of lua/quota.lua; expiresAt null = lifetime */
+  private readonly quotas = new Map<string, { fields: Map<string, string>; expiresAt: number | null }>();
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
 
@@ -126,6 +131,24 @@ export class MemoryStore implements AdmissionStore {
       const back = gcraRefund(tat, nowUs, r, Math.max(0, Math.floor(r.count)), r.lastUs);
       this.ceilings.set(r.key, { tat: back, expiresAt: nowMs + gcraKeepMs(back, nowUs) });
       return back;
+    });
+  }
+
+  async quota(requests: readonly QuotaRequest[]): Promise<Settled<QuotaOutcome>[]> {
+    const now = this.clock();
+    return requests.map((r) => {
+      let hash = this.quotas.get(r.key);
+      if (hash && hash.expiresAt !== null && hash.expiresAt <= now) hash = undefined;
+      const fields = hash?.fields ?? new Map<string, string>();
+      const outcome = quotaStep(fields, r, now);
+      const limit = savedLimit(fields);
+      if (!limit) {
+        this.quotas.delete(r.key);
+      } else {
+        const keep = quotaKeepMs(limit, r.leaseMs, now);
+        this.quotas.set(r.key, { fields, expiresAt: keep === null ? null : now + keep });
+      }
+      return outcome;
     });
   }
 
@@ -174,6 +197,7 @@ export class MemoryStore implements AdmissionStore {
       counters: [...this.counters].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
       hashes: [...this.hashes].map(([key, fields]) => [key, [...fields]]),
       marks: [...this.marks],
+      quotas: [...this.quotas].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
     };
   }
 
@@ -181,6 +205,7 @@ export class MemoryStore implements AdmissionStore {
     for (const [key, hash] of snapshot.counters) this.counters.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
     for (const [key, fields] of snapshot.hashes) this.hashes.set(key, new Map(fields));
     for (const [key, mark] of snapshot.marks) this.marks.set(key, mark);
+    for (const [key, hash] of snapshot.quotas ?? []) this.quotas.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
     this.sweep();
   }
 
@@ -307,6 +332,9 @@ export class MemoryStore implements AdmissionStore {
     }
     for (const [key, ceiling] of this.ceilings) {
       if (ceiling.expiresAt <= now) this.ceilings.delete(key);
+    }
+    for (const [key, quota] of this.quotas) {
+      if (quota.expiresAt !== null && quota.expiresAt <= now) this.quotas.delete(key);
     }
   }
 }

@@ -8,6 +8,7 @@ import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
 import { clusterSeeds, quitRedis } from "./redisConnection";
 import { bySlot } from "./slotGroups";
+import type { QuotaOutcome, QuotaRequest } from "../totals/quotaStep";
 import { StoreUnavailableError } from "../errors";
 import { asStoreFailure } from "../storeFaults";
 
@@ -24,6 +25,7 @@ interface ScriptCommands {
   sendgateSuppression: ScriptCall;
   sendgateGcra: ScriptCall;
   sendgateGcraRefund: ScriptCall;
+  sendgateQuota: ScriptCall;
 }
 
 /** Bulk writes go out in slices, so a 10,000-entry import never builds one giant batch. */
@@ -233,6 +235,26 @@ const gcraRefundBatch: ScriptBatch<ThroughputRefund, number> = {
   read: (reply, items) => items.map((_, i) => Number(reply[1 + i])),
 };
 
+const quotaBatch: ScriptBatch<QuotaRequest, QuotaOutcome> = {
+  call: "sendgateQuota",
+  keysOf: (r) => [r.key],
+  argsOf: (items) => items.flatMap((r) => [
+    r.leaseId, r.leaseMs, r.max, r.windowMs, r.bucketMs, r.periodStartMs, r.periodEndMs,
+    r.spend, r.record, r.refunds.join(","), r.frees.join(","), r.giveBack, r.want,
+  ]),
+  read: (reply, items) => {
+    const nowMs = Number(reply[0]);
+    return items.map((_, i) => {
+      const v = (j: number): number => Number(reply[1 + 10 * i + j]);
+      const retry = v(9);
+      return {
+        nowMs, accepted: v(0), bucket: v(1), granted: v(2), refunded: v(3), lapsed: v(4) === 1,
+        held: v(5), used: v(6), leased: v(7), leases: v(8), retryAfterMs: retry >= 0 ? retry : null,
+      };
+    });
+  },
+};
+
 /**
  * One Redis answers a batch in one script call, so batches can be large. A
  * cluster needs one call per hash slot, and recipients rarely share one: a
@@ -264,6 +286,7 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
     this.client.defineCommand("sendgateGcra", { lua: luaScript("gcra") });
     this.client.defineCommand("sendgateGcraRefund", { lua: luaScript("gcra_refund") });
+    this.client.defineCommand("sendgateQuota", { lua: luaScript("quota") });
     this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
     this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
     this.client.on("ready", () => {
@@ -304,6 +327,10 @@ export class RedisStore implements AdmissionStore {
 
   throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
     return this.batch(gcraRefundBatch, refunds);
+  }
+
+  quota(requests: readonly QuotaRequest[]): Promise<Settled<QuotaOutcome>[]> {
+    return this.batch(quotaBatch, requests);
   }
 
   /**
