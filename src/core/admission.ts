@@ -21,7 +21,9 @@ export type AdmissionClaim = {
   member: string;
   key: string;
   at: string;
-} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] } | { kind: "dup" });
+} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] } | { kind: "dup" }
+  /** a slot of a total cap's shared counter (`key`): spent from `lease`, counted in the time bucket `bucket` */
+  | { kind: "total"; lease: string; bucket: number; cap_ids: string[] });
 
 export interface TrailEntry {
   gate: string;
@@ -152,7 +154,10 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
         const left = Math.max(0, c.max - (outcome.counters[i]?.count ?? 0));
         remaining = remaining === undefined ? left : Math.min(remaining, left);
       });
-      const shadow = shadowRefusals(caps, outcome);
+      for (const { cap, spend } of decision.totals ?? []) {
+        claims.push({ gate: ctx.gate, kind: "total", config: ctx.configId, store: ctx.storeKind, member: decision.attempt.member, key: spend.key, lease: spend.lease, bucket: spend.bucket, cap_ids: [cap.rule.id], at });
+      }
+      const shadow = [...shadowRefusals(caps, outcome), ...(decision.shadowTotals ?? [])];
       return { status: "allowed", ...base, ...(remaining !== undefined ? { remaining } : {}), ...(shadow.length > 0 ? { shadow } : {}) };
     }
     case "capped": {

@@ -1,5 +1,6 @@
 import { calendarPeriod } from "./calendarPeriod";
-import { capCounterField, capCounterKey } from "./keys";
+import { capCounterField, capCounterKey, totalCounterKey } from "./keys";
+import { WINDOW_BUCKETS, type QuotaLimit } from "./totals/quotaStep";
 import type { CapRule } from "./rules";
 import { ownValue } from "./ownKeys";
 import type { Send } from "./send";
@@ -18,6 +19,8 @@ export interface ApplicableCap {
   /** calendar caps: the current period, in the send's zone: entries since startMs count, all free at resetAt */
   startMs?: number;
   resetAt?: number;
+  /** a total cap (SPEC §4 counts "total"): `key` is its shared counter, claimed through a lease, not in the recipient's hash */
+  quota?: QuotaLimit;
 }
 
 /** Where a cap's calendar periods are reckoned: the recipient's zone, else the gate's default. */
@@ -50,6 +53,10 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
   let key: string | undefined;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;
+    if (rule.counts === "total") {
+      caps.push(totalCap(rule, send, keyPrefix, clock));
+      continue;
+    }
     const own = ownValue(send.recipientLimits, rule.id);
     key ??= capCounterKey(keyPrefix, send.org, recipientKey);
     const field = capCounterField(rule.id, rule.per.map((a) => ownValue(send.attributes, a) as string));
@@ -59,8 +66,35 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
       continue;
     }
     // one counter whatever the zone: each send counts what the recipient got since its own local midnight (or Monday)
+    if (rule.window_type === "lifetime") continue;
     const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), send.timezone ?? clock?.defaultZone ?? "UTC");
     caps.push({ rule, key, field, max, windowMs: period.endMs - period.startMs, startMs: period.startMs, resetAt: period.endMs });
   }
   return caps;
+}
+
+/**
+ * A total cap counts every recipient of the org together: one counter per
+ * per-value, no recipient limit (a preference lowers a recipient's caps, not
+ * an ad's budget), and a calendar period in the gate's zone, since the
+ * recipients' own zones would give one counter many different days.
+ */
+function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock | undefined): ApplicableCap {
+  const perValues = rule.per.map((a) => ownValue(send.attributes, a) as string);
+  const key = totalCounterKey(keyPrefix, send.org, rule.id, perValues);
+  const field = capCounterField(rule.id, perValues);
+  const windowMs = rule.window_seconds * 1000;
+  if (rule.window_type === "lifetime") {
+    return { rule, key, field, max: rule.max_count, windowMs: 0, quota: { max: rule.max_count, windowMs: 0, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 } };
+  }
+  if (rule.window_type === "rolling") {
+    const bucketMs = Math.max(1000, Math.floor(windowMs / WINDOW_BUCKETS));
+    return { rule, key, field, max: rule.max_count, windowMs, quota: { max: rule.max_count, windowMs, bucketMs, periodStartMs: 0, periodEndMs: 0 } };
+  }
+  const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), clock?.defaultZone ?? "UTC");
+  const length = period.endMs - period.startMs;
+  return {
+    rule, key, field, max: rule.max_count, windowMs: length, startMs: period.startMs, resetAt: period.endMs,
+    quota: { max: rule.max_count, windowMs: length, bucketMs: length, periodStartMs: period.startMs, periodEndMs: period.endMs },
+  };
 }

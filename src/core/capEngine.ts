@@ -6,8 +6,9 @@ import type { Send } from "./send";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
 import type { Candidate } from "./candidates";
-import type { ClaimOutcome, ClaimRequest, CounterReading, CounterSpec, InspectRequest, RecordRequest } from "./stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
+import { TotalLeases, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
 
 export type { FailMode } from "./storeAccess";
 
@@ -19,7 +20,11 @@ export interface CapEngineOptions {
   exemptTiers: readonly string[];
   /** set: keys hold an HMAC of the recipient, never the address */
   hmacSecret?: string;
+  /** total caps: how long a lease on a shared counter lives without being renewed (default 10 s) */
+  leaseMs?: number;
 }
+
+export const DEFAULT_LEASE_MS = 10_000;
 
 export interface BlockingCap {
   rule: CapRule;
@@ -36,10 +41,17 @@ export interface ClaimAttempt {
 
 export type CapDecision =
   | { kind: "exempt" }
-  | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; attempt: ClaimAttempt }
+  /** caps and outcome are the recipient's own counters; totals the slots taken in total caps, shadowTotals the shadow ones that had none left */
+  | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; attempt: ClaimAttempt; totals?: TotalTaken[]; shadowTotals?: ShadowRefusal[] }
   | { kind: "capped"; blocking: BlockingCap[]; retryAfterMs: number | null }
   /** caps and attempt are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
   | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt };
+
+/** A slot a send took in a total cap. */
+export interface TotalTaken {
+  cap: ApplicableCap;
+  spend: TotalSpend;
+}
 
 /** A check's answer for one candidate (or the msg's own send): SPEC §5 check mode. */
 export interface CheckVerdict {
@@ -56,6 +68,11 @@ export type CheckDecision =
   | { kind: "fail_open"; error: StoreUnavailableError };
 
 export interface CapUsage {
+  /** `total`: one counter for every recipient of the org (SPEC §4); its usage also says what is out on lease */
+  counts: "per_recipient" | "total";
+  /** total caps: slots held on lease by the instances (spendable by them only), and how many leases */
+  leased?: number;
+  leases?: number;
   cap_id: string;
   name?: string;
   scope: "channel" | "global";
@@ -74,11 +91,16 @@ export class CapEngine {
   private readonly claims: Lane<ClaimRequest, ClaimOutcome>;
   private readonly records: Lane<RecordRequest, number[]>;
   private readonly checks: Lane<InspectRequest, CounterReading[]>;
+  private readonly releases: Lane<ReleaseRequest, number>;
+  /** this cap-config's leases on total caps' shared counters */
+  readonly totals: TotalLeases;
 
   constructor(private readonly options: CapEngineOptions) {
+    this.totals = new TotalLeases({ access: options.access, leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS });
     this.claims = options.access.lane("claim", (store, items) => store.claim(items));
     this.records = options.access.lane("record", (store, items) => store.record(items));
     this.checks = options.access.lane("check", (store, items) => store.inspect(items));
+    this.releases = options.access.lane("release", (store, items) => store.release(items), { bounded: false });
   }
 
   /** Exempt tiers (cap-config exemptTiers) are neither checked nor recorded. */
@@ -146,18 +168,44 @@ export class CapEngine {
     // candidates share caps (one campaign, one category): each counter is read once
     const counters = new Map<string, ApplicableCap>();
     for (const caps of subjects) for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
-    const unique = [...counters.values()];
+    const all = [...counters.values()];
+    if (all.length === 0) return Promise.resolve({ kind: "checked", verdicts: subjects.map(() => ({ eligible: true, remaining: null })) });
+    const unique = all.filter((c) => !isTotal(c));
+    const totals = all.filter(isTotal);
     const key = unique[0]?.key;
-    if (key === undefined) return Promise.resolve({ kind: "checked", verdicts: subjects.map(() => ({ eligible: true, remaining: null })) });
-    return this.options.access.decide(send.org, send.channel, this.checks, { key, counters: counterSpecs(unique) }).then((readings): CheckDecision => {
+    const own = key === undefined ? Promise.resolve<CounterReading[]>([]) : this.options.access.decide(send.org, send.channel, this.checks, { key, counters: counterSpecs(unique) });
+    return Promise.all([own, this.readTotals(send, totals)]).then(([readings, totalReadings]): CheckDecision => {
       if (readings instanceof StoreUnavailableError) return { kind: "fail_open", error: readings };
+      if (totalReadings instanceof StoreUnavailableError) return { kind: "fail_open", error: totalReadings };
       const byField = new Map(unique.map((cap, i) => [cap.field, readings[i] as CounterReading]));
+      totals.forEach((cap, i) => byField.set(cap.field, totalReadings[i] as CounterReading));
       return { kind: "checked", verdicts: subjects.map((caps) => verdictOf(caps, byField)) };
     });
   }
 
+  /** Total caps as check mode sees them: a reading at most a quarter second old, this cap-config's own unspent slots counted as free. */
+  private async readTotals(send: Send, caps: readonly ApplicableCap[]): Promise<CounterReading[] | StoreUnavailableError> {
+    if (caps.length === 0) return [];
+    try {
+      const readings = await Promise.all(caps.map((cap) => this.totals.read(totalCounter(cap))));
+      return readings.map((r) => {
+        const count = Math.max(0, r.used + r.leased - r.local);
+        const full = count >= r.max;
+        return { count, full, retryAfterMs: null };
+      });
+    } catch (err) {
+      return this.options.access.failed(send.org, send.channel, err);
+    }
+  }
+
   private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
     const caps = this.capsFor(send, rules);
+    if (caps.some(isTotal)) return this.claimWithTotals(send, caps);
+    return this.claimCounters(send, caps);
+  }
+
+  /** The recipient's own caps: one atomic claim in its counter hash. */
+  private claimCounters(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     const attempt = { member: send.messageId, token: claimToken() };
     if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt });
     const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
@@ -173,6 +221,71 @@ export class CapEngine {
   }
 
   /**
+   * Total caps beside the recipient's own: a slot of every total cap is
+   * reserved from this cap-config's leases first (no round trip while a lease
+   * has slots), then the recipient's caps are claimed; a refusal by either
+   * gives back what the other took, so a refused send consumes nothing. The
+   * total slots are reported spent before the msg may leave.
+   */
+  private async claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
+    const own = caps.filter((c) => !isTotal(c));
+    const totals = caps.filter(isTotal);
+    const reserved: ApplicableCap[] = [];
+    const shadowTotals: ShadowRefusal[] = [];
+    const giveBack = (): void => { for (const cap of reserved) this.totals.cancel(totalCounter(cap)); };
+    for (const cap of totals) {
+      const slot = this.totals.reserve(totalCounter(cap));
+      const answer = slot === true ? slot : await slot;
+      if (answer === true) {
+        reserved.push(cap);
+        continue;
+      }
+      if (answer instanceof StoreUnavailableError) {
+        giveBack();
+        return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, answer) };
+      }
+      if (isShadow(cap.rule)) {
+        shadowTotals.push({ cap_id: cap.rule.id, count: answer.used + answer.leased, max: cap.max });
+        continue;
+      }
+      giveBack();
+      return totalRefusal(cap, answer);
+    }
+    const decision = await this.claimCounters(send, own);
+    if (decision.kind === "capped") {
+      giveBack();
+      return decision;
+    }
+    const spends = await Promise.all(reserved.map((cap) => this.totals.commit(totalCounter(cap))));
+    const taken: TotalTaken[] = [];
+    let refused: CapDecision | undefined;
+    let failed: StoreUnavailableError | undefined;
+    spends.forEach((spend, i) => {
+      const cap = reserved[i] as ApplicableCap;
+      if (spend instanceof StoreUnavailableError) failed ??= spend;
+      else if ("kind" in spend) refused ??= totalRefusal(cap, spend);
+      else taken.push({ cap, spend });
+    });
+    if (refused || failed) {
+      // the lease lapsed and the pool was empty, or the store failed: the send may not count as admitted
+      await Promise.all(taken.map((t) => this.totals.refund(t.spend)));
+      if (decision.kind === "allowed") await this.releaseOwn(decision);
+      if (refused) return refused;
+      return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failed) };
+    }
+    if (decision.kind !== "allowed") return decision;
+    return { ...decision, totals: taken, ...(shadowTotals.length > 0 ? { shadowTotals } : {}) };
+  }
+
+  /** Gives back the recipient's own slots of an admitted claim (a total cap refused it after all). */
+  private async releaseOwn(decision: Extract<CapDecision, { kind: "allowed" }>): Promise<void> {
+    const taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false && decision.outcome.counters[i]?.wouldRefuse !== true);
+    const key = taken[0]?.key;
+    if (key === undefined) return;
+    await this.options.access.submit(this.releases, { kind: "cap", key, member: decision.attempt.member, token: decision.attempt.token, fields: taken.map((c) => c.field) }).catch(() => undefined);
+  }
+
+  /**
    * How full every cap of a recipient on (org, channel) is: its channel's caps
    * and the global ones, whatever their category or match, read only.
    */
@@ -181,16 +294,24 @@ export class CapEngine {
     if (rules instanceof StoreUnavailableError) throw rules;
     const all = rules.map((rule) => ({ ...rule, applies_to_categories: [], match: {} }));
     const caps = this.capsFor(send, all);
-    const key = caps[0]?.key;
-    const counters = key === undefined ? [] : await this.options.access.callAdmin(async (store) => {
-      const [read] = await store.inspect([{ key, counters: counterSpecs(caps) }]);
+    const own = caps.filter((c) => !isTotal(c));
+    const key = own[0]?.key;
+    const ownCounters = key === undefined ? [] : await this.options.access.callAdmin(async (store) => {
+      const [read] = await store.inspect([{ key, counters: counterSpecs(own) }]);
       if (read === undefined || read instanceof StoreUnavailableError) throw read ?? new StoreUnavailableError("error", "no answer");
       return read;
     });
-    return caps.map((cap, i) => {
+    const totals = new Map<ApplicableCap, TotalReading>();
+    await Promise.all(caps.filter(isTotal).map(async (cap) => {
+      totals.set(cap, await this.options.access.callAdmin(() => this.totals.read(totalCounter(cap), 0)));
+    }));
+    return caps.map((cap) => {
       const original = rules.find((r) => r.id === cap.rule.id) as CapRule;
-      const counter = counters[i] as { count: number; retryAfterMs: number | null; full: boolean };
+      const total = totals.get(cap);
+      if (total) return totalUsage(cap, original, total);
+      const counter = ownCounters[own.indexOf(cap)] as { count: number; retryAfterMs: number | null; full: boolean };
       return {
+        counts: "per_recipient",
         cap_id: cap.rule.id,
         ...(cap.rule.name !== undefined ? { name: cap.rule.name } : {}),
         scope: cap.rule.scope,
@@ -211,12 +332,56 @@ export class CapEngine {
     if (this.isExempt(send.tier)) return "exempt";
     const rules = await this.rulesOf(send);
     if (rules instanceof StoreUnavailableError) return rules;
-    const caps = this.capsFor(send, rules);
-    if (caps.length === 0) return { caps, counts: [] };
-    const request = { key: (caps[0] as ApplicableCap).key, member: send.messageId, counters: counterSpecs(caps) };
-    const counts = await this.options.access.decide(send.org, send.channel, this.records, request);
-    return counts instanceof StoreUnavailableError ? counts : { caps, counts };
+    const all = this.capsFor(send, rules);
+    const caps = all.filter((c) => !isTotal(c));
+    const totals = all.filter(isTotal);
+    // a total cap counts the send once more each time it is recorded: it keeps no ids (its memory is bounded)
+    const recorded = Promise.all(totals.map((cap) => this.totals.record(totalCounter(cap))));
+    const request = caps.length === 0 ? undefined : { key: (caps[0] as ApplicableCap).key, member: send.messageId, counters: counterSpecs(caps) };
+    const [counts, spends] = await Promise.all([
+      request ? this.options.access.decide(send.org, send.channel, this.records, request) : Promise.resolve<number[]>([]),
+      recorded,
+    ]);
+    if (counts instanceof StoreUnavailableError) return counts;
+    const failed = spends.find((s): s is StoreUnavailableError => s instanceof StoreUnavailableError);
+    if (failed) return this.options.access.failed(send.org, send.channel, failed);
+    return { caps, counts };
   }
+}
+
+/** A total cap's usage: counted sends, slots out on lease, and what is left for anyone. */
+function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading): CapUsage {
+  const remaining = Math.max(0, cap.max - total.used - total.leased);
+  return {
+    counts: "total",
+    cap_id: cap.rule.id,
+    ...(cap.rule.name !== undefined ? { name: cap.rule.name } : {}),
+    scope: cap.rule.scope,
+    channel: cap.rule.channel,
+    applies_to_categories: original.applies_to_categories,
+    window_seconds: cap.rule.window_seconds,
+    enforcement: cap.rule.enforcement,
+    max_count: cap.max,
+    count: total.used,
+    remaining,
+    leased: total.leased,
+    leases: total.leases,
+    retry_after_seconds: remaining > 0 ? 0 : null,
+  };
+}
+
+function isTotal(cap: ApplicableCap): boolean {
+  return cap.quota !== undefined;
+}
+
+function totalCounter(cap: ApplicableCap): TotalCounter {
+  return { key: cap.key, limit: cap.quota as NonNullable<ApplicableCap["quota"]> };
+}
+
+/** A send refused by a total cap: it has no slot left for anyone. */
+function totalRefusal(cap: ApplicableCap, refusal: TotalRefusal): CapDecision {
+  const blocking: BlockingCap = { rule: cap.rule, max: cap.max, count: Math.min(cap.max, refusal.used + refusal.leased), retryAfterMs: refusal.retryAfterMs };
+  return { kind: "capped", blocking: [blocking], retryAfterMs: refusal.retryAfterMs };
 }
 
 function isShadow(rule: CapRule): boolean {

@@ -211,6 +211,7 @@ export class CapService {
       rules: (org, channel) => this.rules.rulesFor(org, channel),
       keyPrefix: settings.keyPrefix,
       exemptTiers: settings.exemptTiers,
+      leaseMs: settings.leaseSeconds * 1000,
       ...hmac,
     });
     this.hmacSecret = hmac.hmacSecret;
@@ -281,13 +282,15 @@ export class CapService {
       keyPrefix: this.settings.keyPrefix,
       org: of.org ?? this.settings.defaultOrg,
       recipientToken: recipientToken(of.recipient, this.hmacSecret),
-    });
+    }, (spend) => this.engine.totals.refund(spend));
   }
 
   async close(): Promise<void> {
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
     // pollers first: a release in progress finishes (and acks) before the journal is compacted
     await this.deferrals.close();
+    // unspent total-cap slots go back to the pool while the store is still open
+    await this.engine.totals.close();
     this.memoryDefer?.close();
     this.saveMemoryState();
     await Promise.all([this.store.close(), this.rules.close()]);

@@ -3,7 +3,7 @@ import type { FailMode } from "./capEngine";
 import { englishMessages } from "./schema/catalog";
 import type { Translate } from "./schema/messages";
 import {
-  isAbsent, keyPrefixProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
+  isAbsent, keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
   stringListProblem, timeoutProblem,
 } from "./settingsChecks";
 
@@ -28,6 +28,7 @@ export interface RawCapSettings {
   hashRecipients?: unknown;
   channels?: unknown;
   maxQueued?: unknown;
+  leaseSeconds?: unknown;
 }
 
 export interface CapSettings {
@@ -49,6 +50,8 @@ export interface CapSettings {
   channels: string[];
   /** most msgs waiting in the send queue before new ones are "overloaded" (SPEC §9) */
   maxQueued: number;
+  /** total caps: a lease on a shared counter lapses after this long without renewal, its unspent slots back in the pool */
+  leaseSeconds: number;
 }
 
 /** The problems of a deploy check, each `<property>: <the dialog's own text>`. */
@@ -107,6 +110,9 @@ export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessa
   problems.add("maxQueued", maxQueuedProblem(raw.maxQueued, t));
   const maxQueued = isAbsent(raw.maxQueued) ? 100_000 : Number(raw.maxQueued);
 
+  problems.add("leaseSeconds", leaseSecondsProblem(raw.leaseSeconds, t));
+  const leaseSeconds = isAbsent(raw.leaseSeconds) ? 10 : Number(raw.leaseSeconds);
+
   const store = oneOf("store", raw.store, ["memory", "redis", "redis-cluster"] as const, "memory", problems);
   if (store === "redis") problems.add("redisUrl", redisUrlProblem(raw.redisUrl, t));
   if (store === "redis-cluster") problems.add("redisNodes", redisNodesProblem(raw.redisNodes, t));
@@ -131,6 +137,7 @@ export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessa
     hashRecipients: flag(raw.hashRecipients),
     channels: channelList(stringList("channels", raw.channels, [], problems)),
     maxQueued: Number.isInteger(maxQueued) && maxQueued >= 1 ? maxQueued : 100_000,
+    leaseSeconds: Number.isInteger(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 3600 ? leaseSeconds : 10,
   };
   if (settings.rulesSource === "postgres") problems.add("pgTable", pgTableProblem(settings.pgTable, t));
   return { settings, problems: problems.list };

@@ -1,5 +1,6 @@
 import type { AdmissionClaim } from "./admission";
-import { recipientKeyBase } from "./keys";
+import { recipientKeyBase, totalKeyBase } from "./keys";
+import type { TotalSpend } from "./totals/totalLeases";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
 import type { ReleaseRequest } from "./stores/admissionStore";
@@ -22,7 +23,7 @@ function isToken(value: unknown): value is number {
  * through the flow (a function node may copy or rewrite it), so a give-back
  * must never delete what another msg, tenant or queue owns.
  */
-export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | undefined {
+export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | TotalRelease | undefined {
   if (typeof claim !== "object" || claim === null) return undefined;
   const c = claim as Partial<Record<string, unknown>>;
   if (typeof c.member !== "string" || typeof c.key !== "string") return undefined;
@@ -33,7 +34,16 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | u
     return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[] };
   }
   if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) return { kind: "mark", key: c.key, member: c.member };
+  if (c.kind === "total" && c.key.startsWith(totalKeyBase(owner.keyPrefix, owner.org)) && typeof c.lease === "string" && Number.isSafeInteger(c.bucket) && (c.bucket as number) >= 0) {
+    return { kind: "total", spend: { key: c.key, lease: c.lease, bucket: c.bucket as number } };
+  }
   return undefined;
+}
+
+/** A slot of a total cap to give back (to the lease it came from when that is this cap-config's). */
+export interface TotalRelease {
+  kind: "total";
+  spend: TotalSpend;
 }
 
 /**
@@ -41,14 +51,19 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | u
  * own batched release. Returns how many entries were still held, and the
  * claims refused as not this msg's (the caller warns about them).
  */
-export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner): Promise<{ given: number; refused: AdmissionClaim[] }> {
+export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<void>): Promise<{ given: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
   const requests: ReleaseRequest[] = [];
+  const totals: TotalSpend[] = [];
   for (const claim of claims) {
     const request = releaseOf(claim, owner);
-    if (request) requests.push(request);
-    else refused.push(claim);
+    if (!request) refused.push(claim);
+    else if (request.kind === "total") totals.push(request.spend);
+    else requests.push(request);
   }
-  const given = await Promise.all(requests.map((request) => access.submit(lane, request)));
-  return { given: given.reduce((sum, n) => sum + n, 0), refused };
+  const [given] = await Promise.all([
+    Promise.all(requests.map((request) => access.submit(lane, request))),
+    Promise.all(totals.map(refundTotal)),
+  ]);
+  return { given: given.reduce((sum, n) => sum + n, 0) + totals.length, refused };
 }

@@ -55,3 +55,18 @@ export function capCounterField(capId: string, perValues: readonly string[]): st
   for (const v of perValues) field += `:${encodeKeyPart(v)}`;
   return field;
 }
+
+/**
+ * `<prefix>:t:{<org>|<cap_id>[:<per values>]}`: a total cap's shared counter
+ * (SPEC §4 `counts: "total"`). The `t:` before the tag keeps it apart from
+ * every recipient's keys, and the tag holds the whole counter, so on a
+ * cluster each total cap (and each of its per values) has its own slot.
+ */
+export function totalCounterKey(prefix: string, org: string, capId: string, perValues: readonly string[]): string {
+  return `${prefix}:t:{${encodeKeyPart(org)}|${capCounterField(capId, perValues)}}`;
+}
+
+/** What every total counter key of an org starts with (a give-back may touch no other org's). */
+export function totalKeyBase(prefix: string, org: string): string {
+  return `${prefix}:t:{${encodeKeyPart(org)}|`;
+}

@@ -9,13 +9,16 @@ export interface CapRule {
   channel: string;
   max_count: number;
   window_seconds: number;
-  window_type: "rolling" | "calendar_day" | "calendar_week";
+  /** lifetime: never resets (total caps only) */
+  window_type: "rolling" | "calendar_day" | "calendar_week" | "lifetime";
   applies_to_categories: string[];
   per: string[];
   match: Record<string, string[]>;
   disposition: "skip" | "defer" | "collapse";
   /** `shadow`: checked and counted in the same atomic step, never refuses (SPEC §4) */
   enforcement: "enforce" | "shadow";
+  /** `total`: one counter for every recipient of the org, split by `per` (SPEC §4) */
+  counts: "per_recipient" | "total";
 }
 
 /** The rule shape as written by a flow author, an API client or a table row. */
@@ -32,11 +35,12 @@ export function withDefaults(input: CapRuleInput): CapRule {
     channel: scope === "global" ? "*" : String(input.channel),
     max_count: Number(input.max_count),
     window_seconds: Number(input.window_seconds),
-    window_type: input.window_type === "calendar_day" || input.window_type === "calendar_week" ? input.window_type : "rolling",
+    window_type: input.window_type === "calendar_day" || input.window_type === "calendar_week" || input.window_type === "lifetime" ? input.window_type : "rolling",
     applies_to_categories: input.applies_to_categories ?? [],
     per: input.per ?? [],
     match: input.match ?? {},
     disposition: input.disposition === "defer" || input.disposition === "collapse" ? input.disposition : "skip",
     enforcement: input.enforcement === "shadow" ? "shadow" : "enforce",
+    counts: input.counts === "total" ? "total" : "per_recipient",
   };
 }

@@ -72,6 +72,12 @@ export function timeoutProblem(value: unknown, t: Translate): string | null {
   return Number.isFinite(n) && n > 0 ? null : t(`${K}.timeout`);
 }
 
+export function leaseSecondsProblem(value: unknown, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 1 && n <= 3600 ? null : t(`${K}.leaseSeconds`);
+}
+
 export function maxQueuedProblem(value: unknown, t: Translate): string | null {
   if (isAbsent(value)) return null;
   const n = Number(value);

@@ -5,7 +5,7 @@ import type { RulesTable } from "./tableName";
 /** Every column the repository reads or writes. */
 export const RULE_COLUMNS = [
   "id", "org", "name", "enabled", "scope", "channel", "max_count", "window_seconds", "window_type",
-  "applies_to_categories", "per", "match", "disposition", "enforcement", "created_at", "updated_at",
+  "applies_to_categories", "per", "match", "disposition", "enforcement", "counts", "created_at", "updated_at",
 ] as const;
 
 /** The table part of the migration, in order; each statement is idempotent and none drops or rewrites data. */
@@ -26,6 +26,7 @@ export function migrationStatements(t: RulesTable): string[] {
       match jsonb NOT NULL DEFAULT '{}',
       disposition text NOT NULL DEFAULT 'skip',
       enforcement text NOT NULL DEFAULT 'enforce',
+      counts text NOT NULL DEFAULT 'per_recipient',
       created_at timestamptz NOT NULL DEFAULT now(),
       updated_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (org, id)
@@ -35,6 +36,8 @@ export function migrationStatements(t: RulesTable): string[] {
     `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now()`,
     // 0.2: shadow caps (SPEC §4); a constant default, so existing rows read as enforced without a rewrite
     `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS enforcement text NOT NULL DEFAULT 'enforce'`,
+    // 0.3: total caps (SPEC §4 counts); existing rows read as per-recipient caps, as they counted
+    `ALTER TABLE ${t.sql} ADD COLUMN IF NOT EXISTS counts text NOT NULL DEFAULT 'per_recipient'`,
   ];
 }
 
@@ -62,7 +65,7 @@ async function missingColumns(client: PoolClient, t: RulesTable): Promise<string
 /**
  * Creates the rules table and its (org, channel) index when they are missing,
  * under an advisory lock held for the transaction. Safe to run on every start.
- * Throws when an existing table lacks a column the rules need (it is not altered beyond the timestamps and enforcement).
+ * Throws when an existing table lacks a column the rules need (it is not altered beyond the timestamps, enforcement and counts).
  */
 export async function migrateRulesTable(pool: Pool, t: RulesTable): Promise<void> {
   const client = await pool.connect();

@@ -100,8 +100,8 @@ export class PgRuleRepository {
       const { rows } = await this.options.db.query<RuleRow>(
         `INSERT INTO ${this.options.table.sql}
            (id, org, name, enabled, scope, channel, max_count, window_seconds, window_type,
-            applies_to_categories, per, match, disposition, enforcement)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14)
+            applies_to_categories, per, match, disposition, enforcement, counts)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15)
          RETURNING ${SELECT_COLUMNS}`,
         writeValues(org, rule),
       );
@@ -124,7 +124,7 @@ export class PgRuleRepository {
        UPDATE ${this.options.table.sql} AS t
           SET name = $3, enabled = $4, scope = $5, channel = $6, max_count = $7, window_seconds = $8,
               window_type = $9, applies_to_categories = $10, per = $11, match = $12::jsonb,
-              disposition = $13, enforcement = $14, updated_at = now()
+              disposition = $13, enforcement = $14, counts = $15, updated_at = now()
          FROM previous
         WHERE t.org = $2 AND t.id = $1
         RETURNING ${SELECT_COLUMNS.split(", ").map((c) => `t.${c}`).join(", ")}, previous.channel AS previous_channel`,
@@ -193,6 +193,6 @@ function writeValues(org: string, rule: CapRule): unknown[] {
   return [
     rule.id, org, rule.name ?? null, rule.enabled, rule.scope, rule.channel, rule.max_count, rule.window_seconds,
     rule.window_type, rule.applies_to_categories, rule.per, JSON.stringify(rule.match), rule.disposition,
-    rule.enforcement,
+    rule.enforcement, rule.counts,
   ];
 }

@@ -17,6 +17,7 @@ export interface RuleRow {
   match: unknown;
   disposition: string | null;
   enforcement: string | null;
+  counts: string | null;
   created_at: Date | null;
   updated_at: Date | null;
 }

@@ -5,7 +5,8 @@
  * A calendar window still names `window_seconds` (the column is required); the
  * period itself is the recipient's local day or week.
  */
-export const WINDOW_TYPES = ["rolling", "calendar_day", "calendar_week"] as const;
+export const WINDOW_TYPES = ["rolling", "calendar_day", "calendar_week", "lifetime"] as const;
+export const COUNTS = ["per_recipient", "total"] as const;
 export const DISPOSITIONS = ["skip", "defer", "collapse"] as const;
 export const ENFORCEMENTS = ["enforce", "shadow"] as const;
 export const MAX_WINDOW_SECONDS = 366 * 86400;
@@ -44,6 +45,7 @@ export const capRuleSchema = {
     },
     disposition: { enum: [...DISPOSITIONS] },
     enforcement: { enum: [...ENFORCEMENTS] },
+    counts: { enum: [...COUNTS] },
     created_at: { type: "string" },
     updated_at: { type: "string" },
   },
@@ -58,6 +60,11 @@ export const capRuleSchema = {
     {
       if: { properties: { scope: { const: "global" } }, required: ["scope"] },
       then: { properties: { channel: { const: "*" } } },
+    },
+    {
+      // a recipient's counter would never forget: only an org-wide total may count for ever
+      if: { properties: { window_type: { const: "lifetime" } }, required: ["window_type"] },
+      then: { required: ["counts"], properties: { counts: { const: "total" } } },
     },
   ],
 } as const;

@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
-import { capRuleSchema, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "./capRuleSchema";
+import { capRuleSchema, COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "./capRuleSchema";
 
 /**
  * What is wrong with a rule, as data: the field and a message code with its
@@ -12,7 +12,7 @@ export type RuleProblemCode =
   | "text" | "name" | "boolean" | "scope" | "wholeNumber" | "windowSeconds" | "oneOf"
   | "list" | "uniqueItems" | "maxItems" | "match" | "matchValues" | "timestamp"
   | "channelMissing" | "channelStar" | "globalChannel" | "unknownChannel"
-  | "duplicateId" | "everyOrgId";
+  | "duplicateId" | "everyOrgId" | "lifetimeTotal";
 
 export interface RuleProblem {
   /** the rule property (`match.campaign_id` for one match entry); "" for the rule as a whole */
@@ -43,6 +43,7 @@ const FIELD_PROBLEM: Record<string, Pick<RuleProblem, "code" | "params">> = {
   window_type: { code: "oneOf", params: { allowed: WINDOW_TYPES.join(", ") } },
   disposition: { code: "oneOf", params: { allowed: DISPOSITIONS.join(", ") } },
   enforcement: { code: "oneOf", params: { allowed: ENFORCEMENTS.join(", ") } },
+  counts: { code: "oneOf", params: { allowed: COUNTS.join(", ") } },
   applies_to_categories: { code: "list", params: { max: props.applies_to_categories.items.maxLength } },
   per: { code: "list", params: { max: props.per.items.maxLength } },
   match: { code: "match", params: {} },
@@ -72,9 +73,11 @@ function fromAjv(error: ErrorObject): RuleProblem | null {
   if (error.keyword === "required") {
     const missing = String(error.params.missingProperty);
     // channel is required only by the scope "channel" branch
+    if (missing === "counts") return problem("window_type", "lifetimeTotal");
     return missing === "channel" ? problem("channel", "channelMissing") : problem(missing, "required");
   }
   if (top === "channel" && error.keyword === "const") return problem("channel", "globalChannel");
+  if (top === "counts" && error.keyword === "const") return problem("window_type", "lifetimeTotal");
   if (top === "channel" && error.keyword === "not") return problem("channel", "channelStar");
   if (top === "per" && error.keyword === "maxItems") return problem("per", "maxItems", { max: props.per.maxItems });
   if ((top === "per" || top === "applies_to_categories") && error.keyword === "uniqueItems") return problem(top, "uniqueItems");

@@ -74,6 +74,8 @@ export function oneditprepare(this: EditorNode): void {
   $("#node-config-input-timeoutMs").spinner({ min: 1 });
   $("#node-config-input-maxQueued").spinner({ min: 1 });
   if (node.maxQueued === undefined || node.maxQueued === "") $("#node-config-input-maxQueued").val(100000);
+  $("#node-config-input-leaseSeconds").spinner({ min: 1 });
+  if (node.leaseSeconds === undefined || node.leaseSeconds === "") $("#node-config-input-leaseSeconds").val(10);
   prepareToggles(node, () => dialog?.json.resize());
   $("#node-config-input-exemptTiersText").val(listText(node.exemptTiers, ["P0"]));
   $("#node-config-input-channelsText").val(listText(node.channels, []));

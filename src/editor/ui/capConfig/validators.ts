@@ -1,6 +1,6 @@
 import { deployProblem } from "../../model/ruleChecks";
 import {
-  keyPrefixProblem, maxQueuedProblem, oneOfProblem, parkedRulesProblem, pgTableProblem, redisNodesProblem, redisUrlProblem,
+  keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, parkedRulesProblem, pgTableProblem, redisNodesProblem, redisUrlProblem,
   stringListProblem, timeoutProblem,
 } from "../../../core/settingsChecks";
 import { t, verdict } from "../i18n";
@@ -35,6 +35,7 @@ export const capConfigValidators: Record<string, Validator> = {
   failMode: check((v) => oneOfProblem(v, ["open", "closed"], t)),
   timeoutMs: check((v) => timeoutProblem(v, t)),
   maxQueued: check((v) => maxQueuedProblem(v, t)),
+  leaseSeconds: check((v) => leaseSecondsProblem(v, t)),
   exemptTiers: check((v) => stringListProblem(v, t)),
   channels: check((v) => stringListProblem(v, t)),
   hashRecipients: check(function (v) {

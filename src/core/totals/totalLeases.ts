@@ -1,0 +1,333 @@
+import { randomBytes } from "node:crypto";
+import { StoreUnavailableError } from "../errors";
+import type { Lane } from "../sendQueue/sendQueue";
+import type { StoreAccess } from "../storeAccess";
+import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "./quotaStep";
+
+/** A total cap as one send meets it: its shared counter and limit. */
+export interface TotalCounter {
+  key: string;
+  limit: QuotaLimit;
+}
+
+/** A send counted in a total cap: enough to give its slot back (SPEC §5 refunds). */
+export interface TotalSpend {
+  key: string;
+  /** the lease it was spent from */
+  lease: string;
+  /** the time bucket it was counted in */
+  bucket: number;
+}
+
+/** No slot is left in a total cap: how full it is and when one may free. */
+export interface TotalRefusal {
+  kind: "refused";
+  used: number;
+  leased: number;
+  retryAfterMs: number | null;
+}
+
+/** How a total cap stands, as last read (the usage API, check mode). */
+export interface TotalReading {
+  used: number;
+  leased: number;
+  leases: number;
+  /** slots this cap-config holds and has not spent */
+  local: number;
+  max: number;
+}
+
+/** A counter this cap-config has not met (a give-back after a redeploy): the store uses the limit the counter saved. */
+const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
+
+type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
+type Spent = (answer: TotalSpend | TotalRefusal | StoreUnavailableError) => void;
+
+/** One total counter as this cap-config sees it: the slots it holds, and the work waiting for the next call. */
+class Lease {
+  /** slots held on lease and not yet reserved by a send */
+  local = 0;
+  /** the store holds a lease of ours (as far as we know) */
+  held = false;
+  readonly waiters: Waiter[] = [];
+  readonly spends: Spent[] = [];
+  readonly records: Spent[] = [];
+  refunds: number[] = [];
+  frees: number[] = [];
+  giveBack = 0;
+  inFlight = false;
+  scheduled = false;
+  lastUsed = 0;
+  /** sends committed in the current second, and the rate of the seconds before (an EWMA) */
+  thisSecond = 0;
+  secondStart = 0;
+  rate = 0;
+  reading: (QuotaOutcome & { at: number }) | undefined;
+  settled: Array<() => void> = [];
+
+  constructor(readonly key: string, public limit: QuotaLimit) {}
+
+  /** its waiters wait for this cap-config's own reserved slots (a commit or cancel wakes them), not for another call */
+  parked = false;
+
+  busy(): boolean {
+    return (this.waiters.length > 0 && !this.parked) || this.spends.length > 0 || this.records.length > 0 || this.refunds.length > 0 || this.frees.length > 0 || this.giveBack > 0;
+  }
+}
+
+export interface TotalLeasesOptions {
+  access: StoreAccess;
+  /** a lease not renewed for this long lapses in the store, and its unspent slots go back to the pool */
+  leaseMs: number;
+  /** how long a reading may serve check mode */
+  readingMs?: number;
+  now?: () => number;
+}
+
+/**
+ * A cap-config's leases on total caps' shared counters (SPEC §4 `counts:
+ * "total"`): it takes quota in blocks (about one second of its own sends, at
+ * least what is waiting) and reserves slots locally, without a round trip. A
+ * reserved slot is reported as spent before its msg leaves, all of a tick's
+ * spends in one call, so a crash between reporting and leaving loses a slot,
+ * never adds one: the total is never exceeded, and a crashed instance's
+ * unspent block returns to the pool when its lease lapses. Unused slots go
+ * back after a second without sends, and on close.
+ */
+export class TotalLeases {
+  readonly leaseId = randomBytes(8).toString("hex");
+  private readonly leases = new Map<string, Lease>();
+  private readonly lane: Lane<QuotaRequest, QuotaOutcome>;
+  private readonly now: () => number;
+  private readonly idleMs: number;
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: TotalLeasesOptions) {
+    this.lane = options.access.lane("quota", (store, items) => store.quota(items), { bounded: false });
+    this.now = options.now ?? Date.now;
+    this.idleMs = Math.min(1000, Math.max(50, Math.floor(options.leaseMs / 3)));
+    this.sweeper = setInterval(() => this.returnIdle(), this.idleMs);
+    this.sweeper.unref();
+  }
+
+  /** A slot of the counter for one send: at once from the lease, else after the next call brings a block. */
+  reserve(counter: TotalCounter): true | Promise<true | TotalRefusal | StoreUnavailableError> {
+    const lease = this.lease(counter);
+    lease.lastUsed = this.now();
+    if (lease.local > 0 && lease.waiters.length === 0) {
+      lease.local -= 1;
+      return true;
+    }
+    if (this.closed) return Promise.resolve(new StoreUnavailableError("not_ready", "the cap-config is closing"));
+    return new Promise((resolve) => {
+      lease.waiters.push(resolve);
+      this.schedule(lease);
+    });
+  }
+
+  /** A reserved slot that was not used (another cap refused the send): back into the lease, nothing was reported. */
+  cancel(counter: TotalCounter): void {
+    const lease = this.leases.get(counter.key);
+    if (!lease) return;
+    lease.local += 1;
+    this.serveWaiters(lease);
+    if (lease.parked && lease.waiters.length > 0) {
+      lease.parked = false;
+      this.schedule(lease);
+    }
+  }
+
+  /** Reports a reserved slot as spent; resolves once the store counted it (the msg may leave then). */
+  commit(counter: TotalCounter): Promise<TotalSpend | TotalRefusal | StoreUnavailableError> {
+    const lease = this.lease(counter);
+    this.countRate(lease);
+    lease.parked = false;
+    return new Promise((resolve) => {
+      lease.spends.push(resolve);
+      this.schedule(lease);
+    });
+  }
+
+  /** record mode: counts a send without checking. */
+  record(counter: TotalCounter): Promise<TotalSpend | TotalRefusal | StoreUnavailableError> {
+    const lease = this.lease(counter);
+    return new Promise((resolve) => {
+      lease.records.push(resolve);
+      this.schedule(lease);
+    });
+  }
+
+  /** Gives a spent slot back: into this cap-config's lease when it came from it, else to the pool. */
+  refund(spend: TotalSpend): Promise<void> {
+    const lease = this.leases.get(spend.key) ?? this.lease({ key: spend.key, limit: SAVED_LIMIT });
+    if (spend.lease === this.leaseId) lease.refunds.push(spend.bucket);
+    else lease.frees.push(spend.bucket);
+    const done = new Promise<void>((resolve) => lease.settled.push(resolve));
+    this.schedule(lease);
+    return done;
+  }
+
+  /** How the counter stands: the last reading when it is fresh enough, else a read (nothing is leased by it). */
+  async read(counter: TotalCounter, maxAgeMs = this.options.readingMs ?? 250): Promise<TotalReading> {
+    const lease = this.lease(counter);
+    let reading = lease.reading;
+    if (!reading || this.now() - reading.at > maxAgeMs) {
+      const outcome = await this.options.access.submit(this.lane, request(counter.key, counter.limit, "", this.options.leaseMs, {}));
+      reading = { ...outcome, at: this.now() };
+      lease.reading = reading;
+    }
+    // `leased` counts this cap-config's own lease too: its unreserved slots are still this cap-config's to spend
+    return { used: reading.used, leased: reading.leased, leases: reading.leases, local: lease.local, max: counter.limit.max };
+  }
+
+  /** Hands every unspent slot back and waits for the calls in flight (at most `timeoutMs`). */
+  async close(timeoutMs = 2000): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    const done: Promise<void>[] = [];
+    for (const lease of this.leases.values()) {
+      for (const waiter of lease.waiters.splice(0)) waiter(new StoreUnavailableError("not_ready", "the cap-config is closing"));
+      if (lease.local > 0) {
+        lease.giveBack += lease.local;
+        lease.local = 0;
+      }
+      if (lease.busy() || lease.inFlight) {
+        done.push(new Promise((resolve) => lease.settled.push(resolve)));
+        this.schedule(lease);
+      }
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(done), new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);
+    clearTimeout(timer);
+  }
+
+  private lease(counter: TotalCounter): Lease {
+    let lease = this.leases.get(counter.key);
+    if (!lease) {
+      lease = new Lease(counter.key, counter.limit);
+      this.leases.set(counter.key, lease);
+    } else {
+      lease.limit = counter.limit;
+    }
+    return lease;
+  }
+
+  private countRate(lease: Lease): void {
+    const now = this.now();
+    if (now - lease.secondStart >= 1000) {
+      const seconds = Math.max(1, Math.floor((now - lease.secondStart) / 1000));
+      lease.rate = seconds > 2 ? lease.thisSecond : (lease.rate + lease.thisSecond) / 2;
+      lease.thisSecond = 0;
+      lease.secondStart = now;
+    }
+    lease.thisSecond += 1;
+  }
+
+  /** About one second of this cap-config's own sends, at least 1. */
+  private blockSize(lease: Lease): number {
+    return Math.max(1, Math.ceil(Math.max(lease.rate, lease.thisSecond)));
+  }
+
+  private schedule(lease: Lease): void {
+    if (lease.inFlight || lease.scheduled) return;
+    lease.scheduled = true;
+    // every spend of this tick rides in one call
+    setImmediate(() => {
+      lease.scheduled = false;
+      void this.call(lease);
+    });
+  }
+
+  private async call(lease: Lease): Promise<void> {
+    if (lease.inFlight) return;
+    if (!lease.busy()) {
+      this.settle(lease);
+      return;
+    }
+    const spends = lease.spends.splice(0);
+    const records = lease.records.splice(0);
+    const refunds = lease.refunds;
+    const frees = lease.frees;
+    lease.refunds = [];
+    lease.frees = [];
+    const giveBack = lease.giveBack;
+    lease.giveBack = 0;
+    const waiting = lease.waiters.length;
+    const block = this.blockSize(lease);
+    const want = this.closed ? 0 : waiting > lease.local ? Math.max(block, waiting - lease.local) : 0;
+    lease.inFlight = true;
+    let outcome: QuotaOutcome;
+    try {
+      outcome = await this.options.access.submit(this.lane, request(lease.key, lease.limit, this.leaseId, this.options.leaseMs, {
+        spend: spends.length, record: records.length, refunds, frees, giveBack, want,
+      }));
+    } catch (err) {
+      lease.inFlight = false;
+      const failure = err instanceof StoreUnavailableError ? err : new StoreUnavailableError("error", (err as Error).message);
+      for (const spent of [...spends, ...records]) spent(failure);
+      for (const waiter of lease.waiters.splice(0)) waiter(failure);
+      // slots handed back or refunded that did not land: the lease lapses and gives them back in the store
+      this.settle(lease);
+      if (lease.busy()) this.schedule(lease);
+      return;
+    }
+    lease.inFlight = false;
+    if (outcome.lapsed && lease.held) lease.local = 0;
+    lease.local += outcome.granted + outcome.refunded;
+    lease.held = outcome.held > 0;
+    lease.reading = { ...outcome, at: this.now() };
+    spends.forEach((spent, i) => spent(i < outcome.accepted
+      ? { key: lease.key, lease: this.leaseId, bucket: outcome.bucket }
+      : refusal(outcome)));
+    for (const recorded of records) recorded({ key: lease.key, lease: this.leaseId, bucket: outcome.bucket });
+    this.serveWaiters(lease);
+    lease.parked = false;
+    if (lease.waiters.length > 0 && outcome.granted === 0) {
+      // slots of ours that sends reserved and have not committed may still come back (a cancel): wait for them
+      if (outcome.held - lease.local > 0) lease.parked = true;
+      else for (const waiter of lease.waiters.splice(0)) waiter(refusal(outcome));
+    }
+    this.settle(lease);
+    if (lease.busy()) this.schedule(lease);
+  }
+
+  private serveWaiters(lease: Lease): void {
+    while (lease.local > 0 && lease.waiters.length > 0) {
+      lease.local -= 1;
+      (lease.waiters.shift() as Waiter)(true);
+    }
+  }
+
+  private settle(lease: Lease): void {
+    if (lease.inFlight || lease.busy()) return;
+    for (const resolve of lease.settled.splice(0)) resolve();
+  }
+
+  /** Unspent slots of a counter without sends for a while go back to the pool; long-idle counters are forgotten. */
+  private returnIdle(): void {
+    const now = this.now();
+    for (const [key, lease] of this.leases) {
+      if (now - lease.lastUsed < this.idleMs || lease.inFlight || lease.waiters.length > 0) continue;
+      if (lease.local > 0) {
+        lease.giveBack += lease.local;
+        lease.local = 0;
+        this.schedule(lease);
+      } else if (!lease.busy() && !lease.scheduled && now - lease.lastUsed > 60_000) {
+        this.leases.delete(key);
+      }
+    }
+  }
+}
+
+function refusal(outcome: QuotaOutcome): TotalRefusal {
+  return { kind: "refused", used: outcome.used, leased: outcome.leased, retryAfterMs: outcome.retryAfterMs };
+}
+
+function request(key: string, limit: QuotaLimit, leaseId: string, leaseMs: number, work: Partial<Pick<QuotaRequest, "spend" | "record" | "refunds" | "frees" | "giveBack" | "want">>): QuotaRequest {
+  return {
+    key, leaseId, leaseMs,
+    max: limit.max, windowMs: limit.windowMs, bucketMs: limit.bucketMs, periodStartMs: limit.periodStartMs, periodEndMs: limit.periodEndMs,
+    spend: work.spend ?? 0, record: work.record ?? 0, refunds: work.refunds ?? [], frees: work.frees ?? [], giveBack: work.giveBack ?? 0, want: work.want ?? 0,
+  };
+}
