@@ -1,0 +1,124 @@
+import assert from "node:assert/strict";
+import { StoreUnavailableError } from "../../src/core/errors";
+import type { AdmissionStore, Settled } from "../../src/core/stores/admissionStore";
+import { totalCounterKey } from "../../src/core/keys";
+import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
+import { sleep, uniquePrefix } from "../support/redis";
+
+function answered<T>(result: Settled<T> | undefined): T {
+  if (result === undefined || result instanceof StoreUnavailableError) throw result ?? new Error("no answer");
+  return result;
+}
+
+const LIFETIME: QuotaLimit = { max: 100, windowMs: 0, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
+
+/**
+ * Total caps' shared counters (lua/quota.lua, src/core/totals/quotaStep.ts):
+ * the memory store and Redis (single and cluster) give the same answers.
+ */
+export function quotaConformance(label: string, open: () => Promise<AdmissionStore>, close: (s: AdmissionStore) => Promise<void>): void {
+  describe(`total cap counter conformance: ${label}`, function () {
+    this.timeout(20_000);
+    let store: AdmissionStore;
+    let key: string;
+    const call = async (leaseId: string, work: Partial<QuotaRequest>, limit: QuotaLimit = LIFETIME): Promise<QuotaOutcome> => answered((await store.quota([{
+      key, leaseId, leaseMs: 10_000, ...limit, spend: 0, record: 0, refunds: [], frees: [], giveBack: 0, want: 0, ...work,
+    }]))[0]);
+
+    beforeEach(async () => {
+      store = await open();
+      key = totalCounterKey(uniquePrefix("quota"), "acme", "ad-total", ["ad 1"]);
+    });
+    afterEach(async () => close(store));
+
+    it("leases at most a quarter of what is left, down to 1 near the end, and never past max", async () => {
+      const first = await call("A", { want: 1000 });
+      assert.deepEqual([first.granted, first.held, first.leased, first.used, first.lapsed], [25, 25, 25, 0, true]);
+      const second = await call("B", { want: 1000 });
+      assert.equal(second.granted, 18, "a quarter of the 75 left");
+      let total = first.granted + second.granted;
+      for (let i = 0; i < 200; i++) total += (await call(i % 2 === 0 ? "A" : "B", { want: 1000 })).granted;
+      assert.equal(total, 100, "every slot leased, none twice");
+      const last = await call("C", { want: 1 });
+      assert.equal(last.granted, 0);
+      assert.equal(last.retryAfterMs !== null && last.retryAfterMs > 9_000, true, "the soonest a slot may free: a lease lapsing");
+    });
+
+    it("moves spends from the lease into the count; a lease that lapsed spends only what the pool has", async () => {
+      await call("A", { want: 8 });
+      const spent = await call("A", { spend: 5 });
+      assert.deepEqual([spent.accepted, spent.held, spent.used, spent.lapsed], [5, 3, 5, false]);
+      await call("B", { want: 1000 });
+      const pool = await call("", {});
+      const free = 100 - pool.used - pool.leased;
+      // C never had a lease: its spends count only while the pool has slots
+      const fresh = await call("C", { spend: free + 7 });
+      assert.equal(fresh.accepted, free);
+      assert.equal(fresh.lapsed, true);
+      const after = await call("", {});
+      assert.equal(after.used + after.leased, 100);
+    });
+
+    it("a lapsed lease's unspent slots return to the pool, its spent ones stay counted", async () => {
+      const short = { leaseMs: 300 };
+      await call("A", { ...short, want: 1000 });
+      await call("A", { ...short, spend: 10 });
+      const held = await call("", {});
+      assert.deepEqual([held.used, held.leased, held.leases], [10, 15, 1]);
+      await sleep(450);
+      const lapsed = await call("", {});
+      assert.deepEqual([lapsed.used, lapsed.leased, lapsed.leases], [10, 0, 0]);
+      const again = await call("A", { spend: 1 });
+      assert.equal(again.lapsed, true, "the holder learns its lease is gone");
+      assert.equal(again.accepted, 1, "and its late spend is taken from the pool");
+    });
+
+    it("gives back: unused slots to the pool, refunds into the lease, frees to the pool; a bucket no longer counted gives nothing", async () => {
+      await call("A", { want: 40 });
+      const spent = await call("A", { spend: 4 });
+      const back = await call("A", { refunds: [spent.bucket, spent.bucket], frees: [spent.bucket], giveBack: 10 });
+      assert.deepEqual([back.refunded, back.used, back.held], [2, 1, 25 - 4 + 2 - 10]);
+      const empty = await call("A", { frees: [spent.bucket, spent.bucket] });
+      assert.equal(empty.used, 0, "a bucket never goes below zero");
+      const nothing = await call("A", { refunds: [12345] });
+      assert.equal(nothing.refunded, 0);
+    });
+
+    it("record mode counts past max; a give-back by key alone uses the limit the counter saved", async () => {
+      const recorded = await call("", { record: 150 });
+      assert.equal(recorded.used, 150);
+      assert.equal(recorded.retryAfterMs, null, "a lifetime total over its max never frees");
+      const byKey = await call("", { frees: [recorded.bucket] }, { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 });
+      assert.equal(byKey.used, 149);
+      const unknown = totalCounterKey(uniquePrefix("quota"), "acme", "none", []);
+      const none = answered((await store.quota([{ key: unknown, leaseId: "A", leaseMs: 10_000, max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0, spend: 0, record: 0, refunds: [0], frees: [], giveBack: 0, want: 0 }]))[0]);
+      assert.deepEqual([none.used, none.refunded, none.held], [0, 0, 0]);
+    });
+
+    it("a rolling total frees a slot between one window and one bucket after it was counted, never earlier", async () => {
+      const rolling: QuotaLimit = { max: 1, windowMs: 1000, bucketMs: 1000, periodStartMs: 0, periodEndMs: 0 };
+      const first = await call("", { record: 1 }, rolling);
+      const refused = await call("A", { want: 1 }, rolling);
+      assert.equal(refused.granted, 0);
+      const wait = refused.retryAfterMs ?? -1;
+      assert.ok(wait >= first.nowMs + 1000 - refused.nowMs && wait <= 2000, `wait ${wait}`);
+      await sleep(Math.max(0, first.nowMs + 1000 - Date.now() - 50));
+      assert.equal((await call("A", { want: 1 }, rolling)).granted, 0, "not before the window has passed");
+      await sleep(Math.max(0, first.bucket + 2000 - Date.now() + 100));
+      assert.equal((await call("A", { want: 1 }, rolling)).granted, 1, "free once its bucket left the window");
+    });
+
+    it("a calendar total counts only its period's bucket", async () => {
+      const now = Date.now();
+      const yesterday: QuotaLimit = { max: 2, windowMs: 86_400_000, bucketMs: 86_400_000, periodStartMs: now - 86_400_000 - 1000, periodEndMs: now - 1000 };
+      const today: QuotaLimit = { max: 2, windowMs: 86_400_000, bucketMs: 86_400_000, periodStartMs: now - 1000, periodEndMs: now + 86_399_000 };
+      await call("", { record: 2 }, yesterday);
+      const fresh = await call("A", { want: 5 }, today);
+      assert.deepEqual([fresh.used, fresh.granted], [0, 1]);
+      await call("A", { spend: 1, want: 5 }, today);
+      const full = await call("B", { want: 1 }, today);
+      assert.equal(full.granted, 0);
+      assert.ok(full.retryAfterMs !== null && full.retryAfterMs <= 86_399_000, "frees when the period ends (or a lease lapses)");
+    });
+  });
+}
