@@ -21,6 +21,8 @@ import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
 import { pacingTable, skipTable } from "./report/throughputTable";
 import { measureThroughput } from "./throughput/measureThroughput";
+import { measureTotals } from "./totals/measureTotals";
+import { totalsTable } from "./report/totalsTable";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
 
@@ -36,7 +38,8 @@ async function main(): Promise<void> {
   const adPath = !settings.only || settings.only.includes("adpath");
   const core = !settings.only || settings.only.includes("core");
   const throughput = !settings.only || settings.only.includes("throughput");
-  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core" && name !== "throughput");
+  const totals = !settings.only || settings.only.includes("totals");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core" && name !== "throughput" && name !== "totals");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -69,6 +72,7 @@ async function main(): Promise<void> {
     const adRows = adPath ? await measureAdPath({ red: host.red, completions, redis, endpoint, settings, prefix, progress }) : [];
     const coreRows = core ? await measureCore(settings, progress) : undefined;
     const throughputRows = throughput ? await measureThroughput({ red: host.red, redisUrl: settings.redisUrl, prefix, progress }) : undefined;
+    const totalsRows = totals ? await measureTotals(settings.totalSends, progress) : undefined;
 
     console.log(machineLine(machine, postgres));
     if (rows.length > 0) {
@@ -120,6 +124,14 @@ async function main(): Promise<void> {
       console.log("");
       console.log(pacingTable(throughputRows.pacing));
       if (throughputRows.skip.some((r) => r.failOpen > 0)) process.exitCode = 1;
+    }
+    if (totalsRows) {
+      console.log("");
+      console.log(`total caps: one lifetime total of 10,000,000 on one ad, every send to a new recipient, straight through CapService (no Node-RED), Redis ${totalsRows.redisVersion} of the bench's own `
+        + "(command stats are this run's; commands inside scripts count); one round trip per send: lua/quota.lua spending 1 from the pool per EVALSHA, no lease");
+      console.log("");
+      console.log(totalsTable(totalsRows));
+      if (totalsRows.runs.some((r) => r.admitted !== r.sends)) process.exitCode = 1;
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

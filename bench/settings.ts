@@ -19,7 +19,7 @@ export interface BenchSettings {
   databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
-  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `adpath` the check / record rows, `core` the Redis-cost rows, `throughput` the throughput-gate's rows beside the delay node */
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `adpath` the check / record rows, `core` the Redis-cost rows, `totals` the total-cap rows, `throughput` the throughput-gate's rows beside the delay node */
   only?: string[];
   /** msgs deferred and released per defer row (the gate row sends each of its recipients two, so twice this many in all) */
   deferMsgs: number;
@@ -31,6 +31,8 @@ export interface BenchSettings {
   burstCaps: number;
   /** the largest recipient count of the core scale rows (one claim each) */
   coreMillion: number;
+  /** total-cap rows: claims on one hot total cap per row (BENCH_TOTAL_SENDS) */
+  totalSends: number;
 }
 
 function sizes(name: string, fallback: number[]): number[] {
@@ -73,6 +75,7 @@ export function readSettings(): BenchSettings {
     bursts: sizes("BENCH_BURSTS", [10_000, 100_000]),
     burstCaps: whole("BENCH_BURST_CAPS", 3, 1),
     coreMillion: whole("BENCH_CORE_MILLION", 1_000_000, 1),
+    totalSends: whole("BENCH_TOTAL_SENDS", 50_000, 1),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };
 }

@@ -10,6 +10,9 @@ export const COUNTS = ["per_recipient", "total"] as const;
 export const DISPOSITIONS = ["skip", "defer", "collapse"] as const;
 export const ENFORCEMENTS = ["enforce", "shadow"] as const;
 export const MAX_WINDOW_SECONDS = 366 * 86400;
+/** a recipient's cap keeps one entry per send; a total cap one number per time bucket, so it may count far more */
+export const MAX_RECIPIENT_COUNT = 1_000_000;
+export const MAX_TOTAL_COUNT = 1_000_000_000_000;
 
 /**
  * Text that every store keeps as it is: no NUL (PostgreSQL refuses it) and no
@@ -33,7 +36,7 @@ export const capRuleSchema = {
     enabled: { type: "boolean" },
     scope: { enum: ["channel", "global"] },
     channel: nonEmptyString,
-    max_count: { type: "integer", minimum: 1, maximum: 1000000 },
+    max_count: { type: "integer", minimum: 1, maximum: MAX_TOTAL_COUNT },
     window_seconds: { type: "integer", minimum: 1, maximum: MAX_WINDOW_SECONDS },
     window_type: { enum: [...WINDOW_TYPES] },
     applies_to_categories: { type: "array", items: nonEmptyString, uniqueItems: true },
@@ -60,6 +63,10 @@ export const capRuleSchema = {
     {
       if: { properties: { scope: { const: "global" } }, required: ["scope"] },
       then: { properties: { channel: { const: "*" } } },
+    },
+    {
+      if: { not: { properties: { counts: { const: "total" } }, required: ["counts"] } },
+      then: { properties: { max_count: { type: "integer", maximum: MAX_RECIPIENT_COUNT } } },
     },
     {
       // a recipient's counter would never forget: only an org-wide total may count for ever

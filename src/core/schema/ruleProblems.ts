@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
-import { capRuleSchema, COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "./capRuleSchema";
+import { capRuleSchema, COUNTS, MAX_RECIPIENT_COUNT, MAX_TOTAL_COUNT, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "./capRuleSchema";
 
 /**
  * What is wrong with a rule, as data: the field and a message code with its
@@ -38,7 +38,7 @@ const FIELD_PROBLEM: Record<string, Pick<RuleProblem, "code" | "params">> = {
   enabled: { code: "boolean", params: {} },
   scope: { code: "scope", params: {} },
   channel: { code: "text", params: { max: props.channel.maxLength } },
-  max_count: { code: "wholeNumber", params: { min: props.max_count.minimum, max: props.max_count.maximum } },
+  max_count: { code: "wholeNumber", params: { min: props.max_count.minimum, max: MAX_RECIPIENT_COUNT } },
   window_seconds: { code: "windowSeconds", params: { min: props.window_seconds.minimum, max: props.window_seconds.maximum } },
   window_type: { code: "oneOf", params: { allowed: WINDOW_TYPES.join(", ") } },
   disposition: { code: "oneOf", params: { allowed: DISPOSITIONS.join(", ") } },
@@ -96,9 +96,12 @@ export function findRuleProblems(input: unknown, knownChannels?: readonly string
   if (typeof input !== "object" || input === null || Array.isArray(input)) return [problem("", "notObject")];
   const validate = validator();
   const found: RuleProblem[] = [];
+  // a total cap may count far more than a recipient's (capRuleSchema.ts)
+  const maxCount = (input as { counts?: unknown }).counts === "total" ? MAX_TOTAL_COUNT : MAX_RECIPIENT_COUNT;
   if (!validate(input)) {
     for (const error of validate.errors ?? []) {
       const p = fromAjv(error);
+      if (p?.field === "max_count" && p.code === "wholeNumber") p.params.max = maxCount;
       if (p && !found.some((q) => sameProblem(p, q))) found.push(p);
     }
   }
