@@ -102,7 +102,7 @@ export async function measureTotals(sends: number, progress: (text: string) => v
   try {
     const redisVersion = /redis_version:([\d.]+)/.exec(await redis.info("server"))?.[1] ?? "?";
     const runs: TotalsRun[] = [];
-    for (const inFlight of [100, "all"] as const) {
+    for (const inFlight of [100, 1000, "all"] as const) {
       progress(`totals: ${sends} claims on one hot total cap, ${inFlight} in flight, leased and one round trip per send`);
       runs.push(await leased(server.url, redis, `l${inFlight}`, sends, inFlight));
       runs.push(await perSend(redis, `e${inFlight}`, sends, inFlight));
