@@ -122,16 +122,20 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     assert.deepEqual(comms.lastStatus(gate?.id ?? ""), expected, red.output);
   }));
 
-  it("http-api-429: 202 five times, then 429 with Retry-After, and 400 for a bad send", withExample("http-api-429.json", async ({ red }) => {
-    const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+  it("direct-api-send: 202 five times, then 429 with Retry-After, 400 naming the field; the provider gets the five", withExample("direct-api-send.json", async ({ red, comms }) => {
+    const post = (body: Record<string, unknown>) => fetch(`${red.baseUrl}/send`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ channel: "sms", category: "otp", ...body }),
     });
-    for (let i = 0; i < 5; i++) assert.equal((await post({ recipient: "alice", channel: "sms" })).status, 202);
-    const refused = await post({ recipient: "alice", channel: "sms" });
+    for (let i = 0; i < 5; i++) assert.equal((await post({ recipient: "alice", body: `code ${i}` })).status, 202);
+    const refused = await post({ recipient: "alice", body: "code 5" });
     assert.equal(refused.status, 429);
     assert.ok(Number(refused.headers.get("retry-after")) > 0);
     assert.equal(((await refused.json()) as { error: string }).error, "FREQUENCY_CAP_EXCEEDED");
-    assert.equal((await post({ channel: "sms" })).status, 400);
+    const bad = await post({ body: "no recipient" });
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { message: string }).message, /^recipient: is required/);
+    await comms.until(5);
+    assert.deepEqual(comms.debug.map((d) => d.name), ["delivered", "delivered", "delivered", "delivered", "delivered"]);
   }));
 
   it("ad-eligibility: a bid request answered per candidate, impressions over MQTT counted once per event", withExample("ad-eligibility.json", async ({ red }) => {
