@@ -162,4 +162,22 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     }
     assert.deepEqual(answer.eligible, { ad1: false, ad2: true }, "three distinct impressions (one sent twice) fill ad1's day");
   }));
+
+  it("campaign-batch: 5,000 contacts split, gated and joined into one report: 4,630 sent, 320 capped, 50 opted out", withExample("campaign-batch.json", async ({ red, comms, press }) => {
+    const reports = () => comms.of("campaign report");
+    const until = async (done: () => boolean | Promise<boolean>) => {
+      for (let t = 0; t < 1000 && !(await done()); t++) await new Promise((r) => setTimeout(r, 20));
+    };
+    await press("① promo to contacts 1–300");
+    await press("② 3 login codes each to contacts 301–320");
+    await until(() => reports().length === 2);
+    await press("③ contacts 4951–5000 text STOP", false);
+    const config = (JSON.parse(readFileSync(exampleFile("campaign-batch.json"), "utf8")) as FlowNode[]).find((n) => n.type === "cap-config")?.id ?? "";
+    const blocked = async () => ((await (await fetch(`${red.baseUrl}/frequency-cap/${config}/suppressions?count=500`)).json()) as { entries: unknown[] }).entries.length;
+    await until(async () => (await blocked()) === 50);
+    await press("④ evening promo to all 5,000");
+    await until(() => reports().length === 3);
+    assert.deepEqual(reports().map((r) => [r.campaign, r.sent, r.skipped]), [["morning-promo", 300, 0], ["login-codes", 60, 0], ["evening-promo", 4630, 370]]);
+    assert.deepEqual(reports()[2]?.skipped_by, { "frequency_capped (marketing-sms-1-a-day)": 300, "frequency_capped (any-sms-3-a-day)": 20, opted_out: 50 });
+  }));
 });
