@@ -180,4 +180,17 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     assert.deepEqual(reports().map((r) => [r.campaign, r.sent, r.skipped]), [["morning-promo", 300, 0], ["login-codes", 60, 0], ["evening-promo", 4630, 370]]);
     assert.deepEqual(reports()[2]?.skipped_by, { "frequency_capped (marketing-sms-1-a-day)": 300, "frequency_capped (any-sms-3-a-day)": 20, opted_out: 50 });
   }));
+
+  it("opt-out-keywords: STOP posted to the webhook as a form blocks the number, START unblocks it", withExample("opt-out-keywords.json", async ({ red, comms, press }) => {
+    const text = (Body: string) => fetch(`${red.baseUrl}/sms/inbound`, {
+      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ From: "+15551234567", Body }).toString(),
+    });
+    await press("promo SMS to +15551234567");
+    assert.equal((await text("STOP")).status, 200);
+    await press("promo SMS to +15551234567");
+    assert.equal((await text("start")).status, 200);
+    await press("promo SMS to +15551234567");
+    assert.deepEqual(comms.debug.map((d) => d.name), ["delivered", "skipped", "delivered"]);
+    assert.equal((comms.of("skipped")[0]?.admission as { reason?: string } | undefined)?.reason, "opted_out");
+  }));
 });
