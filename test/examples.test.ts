@@ -188,57 +188,6 @@ describe("examples/", function () {
     });
   });
 
-  describe("http-api-429.json in a real Node-RED process", () => {
-    const red = new NodeRedProcess(join(ROOT, "examples", "http-api-429.json"));
-    before(() => red.start());
-    after(async () => {
-      await red.stop();
-      red.cleanUp();
-    });
-
-    it("answers 202 five times, then 429 with Retry-After, and 400 for a bad send", async () => {
-      const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {
-        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-      });
-      const statuses: number[] = [];
-      for (let i = 0; i < 5; i++) statuses.push((await post({ recipient: "alice", channel: "sms" })).status);
-      assert.deepEqual(statuses, [202, 202, 202, 202, 202]);
-      const refused = await post({ recipient: "alice", channel: "sms" });
-      assert.equal(refused.status, 429);
-      const retryAfter = Number(refused.headers.get("retry-after"));
-      assert.ok(retryAfter > 50 && retryAfter <= 60, `Retry-After ${retryAfter}`);
-      const body = await refused.json() as { error: string; details: { cap_id: string } };
-      assert.equal(body.error, "FREQUENCY_CAP_EXCEEDED");
-      assert.equal(body.details.cap_id, "per-minute");
-      assert.equal((await post({ recipient: "bob", channel: "sms" })).status, 202);
-      const bad = await post({ channel: "sms" });
-      assert.equal(bad.status, 400);
-      assert.match(JSON.stringify(await bad.json()), /recipient/);
-    });
-
-    it("ignores a caller-supplied messageId, tier and org: none of them lets a caller past the cap", async () => {
-      const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {
-        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-      });
-      const tries = async (body: Record<string, unknown>) => {
-        const statuses: number[] = [];
-        for (let i = 0; i < 7; i++) statuses.push((await post(body)).status);
-        return statuses;
-      };
-      const capped = [202, 202, 202, 202, 202, 429, 429];
-      // a fixed messageId would make every send a retry that never takes a slot
-      assert.deepEqual(await tries({ recipient: "carol", channel: "sms", messageId: "always-the-same" }), capped);
-      // tier P0 is exempt from caps
-      assert.deepEqual(await tries({ recipient: "dave", channel: "sms", tier: "P0" }), capped);
-      // another org would be a fresh tenant with empty counters
-      const orgs = [];
-      for (let i = 0; i < 7; i++) orgs.push((await post({ recipient: "erin", channel: "sms", org: `org-${i}` })).status);
-      assert.deepEqual(orgs, capped);
-      // recipientLimits and attributes are not the caller's either (they only ever lower or split a cap)
-      assert.deepEqual(await tries({ recipient: "frank", channel: "sms", attributes: { campaign: "x" }, recipientLimits: { "per-minute": 1 } }), capped);
-    });
-  });
-
   describe("ad-eligibility.json in a real Node-RED process, over real MQTT and HTTP", () => {
     const red = new NodeRedProcess(join(ROOT, "examples", "ad-eligibility.json"));
     before(() => red.start());

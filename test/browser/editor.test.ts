@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -21,7 +21,8 @@ const GATES = ["suppression-gate", "frequency-cap-gate", "quiet-hours-gate", "th
 const PALETTE_LABELS: Record<string, string> = { "suppression-gate": "suppress", "frequency-cap-gate": "freq cap", "quiet-hours-gate": "quiet hours", "throughput-gate": "throughput" };
 /** an i18n key shown instead of its text: a key missing from the catalogs the editor loaded */
 const RAW_KEY = /(?:^|[\s"(])(?:cap-config|sendgate|frequency-cap-gate|suppression-gate|quiet-hours-gate|throughput-gate|common\.label)\.[a-zA-Z][\w.]*/;
-const EXAMPLES = ["ad-eligibility", "admission-chain", "frequency-cap-demo", "http-api-429", "quiet-hours", "throughput"];
+/** every file of examples/, by the name the Import → Examples menu shows */
+const EXAMPLES = readdirSync(join(ROOT, "examples")).filter((f) => f.endsWith(".json")).map((f) => f.slice(0, -".json".length)).sort();
 
 function helpFirstSentence(type: string): string {
   const html = readFileSync(join(ROOT, "nodes", "locales", "en-US", `${type}.html`), "utf8");

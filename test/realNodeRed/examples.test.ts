@@ -122,16 +122,20 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     assert.deepEqual(comms.lastStatus(gate?.id ?? ""), expected, red.output);
   }));
 
-  it("http-api-429: 202 five times, then 429 with Retry-After, and 400 for a bad send", withExample("http-api-429.json", async ({ red }) => {
-    const post = (body: unknown) => fetch(`${red.baseUrl}/send`, {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+  it("direct-api-send: 202 five times, then 429 with Retry-After, 400 naming the field; the provider gets the five", withExample("direct-api-send.json", async ({ red, comms }) => {
+    const post = (body: Record<string, unknown>) => fetch(`${red.baseUrl}/send`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ channel: "sms", category: "otp", ...body }),
     });
-    for (let i = 0; i < 5; i++) assert.equal((await post({ recipient: "alice", channel: "sms" })).status, 202);
-    const refused = await post({ recipient: "alice", channel: "sms" });
+    for (let i = 0; i < 5; i++) assert.equal((await post({ recipient: "alice", body: `code ${i}` })).status, 202);
+    const refused = await post({ recipient: "alice", body: "code 5" });
     assert.equal(refused.status, 429);
     assert.ok(Number(refused.headers.get("retry-after")) > 0);
     assert.equal(((await refused.json()) as { error: string }).error, "FREQUENCY_CAP_EXCEEDED");
-    assert.equal((await post({ channel: "sms" })).status, 400);
+    const bad = await post({ body: "no recipient" });
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { message: string }).message, /^recipient: is required/);
+    await comms.until(5);
+    assert.deepEqual(comms.debug.map((d) => d.name), ["delivered", "delivered", "delivered", "delivered", "delivered"]);
   }));
 
   it("ad-eligibility: a bid request answered per candidate, impressions over MQTT counted once per event", withExample("ad-eligibility.json", async ({ red }) => {
@@ -157,5 +161,36 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
       answer = await ask();
     }
     assert.deepEqual(answer.eligible, { ad1: false, ad2: true }, "three distinct impressions (one sent twice) fill ad1's day");
+  }));
+
+  it("campaign-batch: 5,000 contacts split, gated and joined into one report: 4,630 sent, 320 capped, 50 opted out", withExample("campaign-batch.json", async ({ red, comms, press }) => {
+    const reports = () => comms.of("campaign report");
+    const until = async (done: () => boolean | Promise<boolean>) => {
+      for (let t = 0; t < 1000 && !(await done()); t++) await new Promise((r) => setTimeout(r, 20));
+    };
+    await press("① promo to contacts 1–300");
+    await press("② 3 login codes each to contacts 301–320");
+    await until(() => reports().length === 2);
+    await press("③ contacts 4951–5000 text STOP", false);
+    const config = (JSON.parse(readFileSync(exampleFile("campaign-batch.json"), "utf8")) as FlowNode[]).find((n) => n.type === "cap-config")?.id ?? "";
+    const blocked = async () => ((await (await fetch(`${red.baseUrl}/frequency-cap/${config}/suppressions?count=500`)).json()) as { entries: unknown[] }).entries.length;
+    await until(async () => (await blocked()) === 50);
+    await press("④ evening promo to all 5,000");
+    await until(() => reports().length === 3);
+    assert.deepEqual(reports().map((r) => [r.campaign, r.sent, r.skipped]), [["morning-promo", 300, 0], ["login-codes", 60, 0], ["evening-promo", 4630, 370]]);
+    assert.deepEqual(reports()[2]?.skipped_by, { "frequency_capped (marketing-sms-1-a-day)": 300, "frequency_capped (any-sms-3-a-day)": 20, opted_out: 50 });
+  }));
+
+  it("opt-out-keywords: STOP posted to the webhook as a form blocks the number, START unblocks it", withExample("opt-out-keywords.json", async ({ red, comms, press }) => {
+    const text = (Body: string) => fetch(`${red.baseUrl}/sms/inbound`, {
+      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ From: "+15551234567", Body }).toString(),
+    });
+    await press("promo SMS to +15551234567");
+    assert.equal((await text("STOP")).status, 200);
+    await press("promo SMS to +15551234567");
+    assert.equal((await text("start")).status, 200);
+    await press("promo SMS to +15551234567");
+    assert.deepEqual(comms.debug.map((d) => d.name), ["delivered", "skipped", "delivered"]);
+    assert.equal((comms.of("skipped")[0]?.admission as { reason?: string } | undefined)?.reason, "opted_out");
   }));
 });

@@ -1,0 +1,44 @@
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "../support/nodeRedProcess";
+
+/** A node of an example file, as the file has it. */
+export interface FlowNode {
+  id: string;
+  type: string;
+  z?: string;
+  name?: string;
+  x?: number;
+  y?: number;
+  wires?: string[][];
+  [property: string]: unknown;
+}
+
+export function exampleFile(name: string): string {
+  return join(ROOT, "examples", name);
+}
+
+/** Every example file's name (what Import → Examples lists). */
+export function exampleNames(): string[] {
+  return readdirSync(join(ROOT, "examples")).filter((f) => f.endsWith(".json")).sort();
+}
+
+/** The example exactly as shipped. */
+export function readExample(name: string): FlowNode[] {
+  return JSON.parse(readFileSync(exampleFile(name), "utf8")) as FlowNode[];
+}
+
+/** The one node of `type` named `name`. */
+export function nodeNamed(flow: readonly FlowNode[], type: string, name: string): FlowNode {
+  const found = flow.filter((n) => n.type === type && n.name === name);
+  assert.equal(found.length, 1, `example has ${found.length} ${type} nodes named "${name}"`);
+  return found[0] as FlowNode;
+}
+
+/** The one node of `type`. */
+export function onlyNode(flow: readonly FlowNode[], type: string): FlowNode {
+  const found = flow.filter((n) => n.type === type);
+  assert.equal(found.length, 1, `example has ${found.length} ${type} nodes`);
+  return found[0] as FlowNode;
+}

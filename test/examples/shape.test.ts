@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { exampleNames, readExample, type FlowNode } from "./exampleFlow";
+
+/**
+ * What every file of examples/ must be so that importing it next to what is
+ * already deployed (and next to the other examples) collides with nothing:
+ * one tab of its own, ids unique across every file, HTTP routes unique, its
+ * steps on the canvas, nothing firing by itself, no store to install.
+ */
+const files = exampleNames().map((name) => ({ name, flow: readExample(name) }));
+
+const isFlowNode = (n: FlowNode) => n.type !== "tab" && typeof n.x === "number";
+
+describe("examples/: every file", () => {
+  it("is found", () => {
+    assert.ok(files.length >= 3, files.map((f) => f.name).join(", "));
+  });
+
+  it("has one tab, and every node on it (a config node may be global)", () => {
+    for (const { name, flow } of files) {
+      const tabs = flow.filter((n) => n.type === "tab");
+      assert.equal(tabs.length, 1, `${name}: tabs`);
+      const tab = tabs[0]?.id;
+      for (const n of flow.filter((f) => f.type !== "tab")) {
+        if (isFlowNode(n)) {
+          assert.equal(n.z, tab, `${name}: ${n.type} ${n.id} is not on the tab`);
+          assert.ok(typeof n.y === "number" && (n.x as number) >= 0 && n.y >= 0, `${name}: ${n.type} ${n.id} has no place on the canvas`);
+        } else {
+          assert.ok(n.z === undefined || n.z === tab, `${name}: config node ${n.id} belongs to another tab`);
+        }
+      }
+    }
+  });
+
+  it("has ids no other file uses", () => {
+    const seen = new Map<string, string>();
+    for (const { name, flow } of files) {
+      for (const n of flow) {
+        const other = seen.get(n.id);
+        assert.equal(other, undefined, `${n.id} (${n.type}) in ${name} is also in ${other}`);
+        seen.set(n.id, name);
+      }
+    }
+  });
+
+  it("wires only to nodes of its own", () => {
+    for (const { name, flow } of files) {
+      const ids = new Set(flow.map((n) => n.id));
+      for (const n of flow) {
+        for (const target of (n.wires ?? []).flat()) assert.ok(ids.has(target), `${name}: ${n.id} wires to ${target}`);
+        for (const target of Array.isArray(n.scope) ? n.scope as string[] : []) assert.ok(ids.has(target), `${name}: ${n.id} watches ${target}`);
+      }
+    }
+  });
+
+  it("serves HTTP routes no other example serves", () => {
+    const seen = new Map<string, string>();
+    for (const { name, flow } of files) {
+      for (const n of flow.filter((f) => f.type === "http in")) {
+        const route = `${String(n.method).toUpperCase()} ${String(n.url)}`;
+        assert.equal(seen.get(route), undefined, `${route} in ${name} and ${seen.get(route)}`);
+        seen.set(route, name);
+      }
+    }
+  });
+
+  it("explains itself on the canvas, and fires nothing by itself", () => {
+    for (const { name, flow } of files) {
+      assert.ok(flow.some((n) => n.type === "comment" && isFlowNode(n) && String(n.name).trim() !== ""), `${name}: no comment on the canvas`);
+      for (const n of flow.filter((f) => f.type === "inject")) {
+        assert.ok(n.once !== true && !n.repeat && !n.crontab, `${name}: inject "${n.name}" fires by itself`);
+      }
+    }
+  });
+
+  it("runs on the embedded memory store with inline rules", () => {
+    for (const { name, flow } of files) {
+      const configs = flow.filter((n) => n.type === "cap-config");
+      assert.ok(configs.length >= 1, `${name}: no cap-config`);
+      for (const c of configs) assert.deepEqual([c.store, c.rulesSource ?? "inline"], ["memory", "inline"], `${name}: ${c.id}`);
+    }
+  });
+});
