@@ -130,6 +130,24 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     assert.deepEqual(usage.map((u) => [u.cap_id, u.counts, u.count, u.remaining + (u.leased ?? 0)]), [["campaign-day", "total", 3, 2], ["hourly", "total", 3, 0]]);
   });
 
+  it("record mode counts a total without checking, and check mode sees it (this cap-config's unspent slots count as free)", async () => {
+    const keyPrefix = uniquePrefix("total-record");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: 1000 }, rules: [{ ...AD_TOTAL, max_count: 3 }], gate: { mode: "record" } });
+    for (let i = 0; i < 4; i++) flow.send({ recipient: `r${i}`, channel: "push", messageId: `e${i}`, attributes: { ad_id: "ad-1" } });
+    await flow.out.until(4, 10_000);
+    assert.equal(flow.out.of("allowed").length, 4, "record mode refuses nothing");
+    const service = (helper.getNode("cfg0") as CapConfigNode).service;
+    assert.ok(service);
+    const send = (ad: string) => ({ recipient: "viewer", channel: "push", messageId: "bid", org: "default", attributes: { ad_id: ad }, recipientLimits: {} });
+    const spent = await service.engine.check(send("ad-1"), [{ key: "ad-1", attributes: { ad_id: "ad-1" } }, { key: "ad-2", attributes: { ad_id: "ad-2" } }]);
+    assert.equal(spent.kind, "checked");
+    if (spent.kind !== "checked") return;
+    assert.deepEqual(spent.verdicts.map((v) => [v.eligible, v.remaining]), [[false, 0], [true, 3]]);
+    const usage = await service.engine.usage(send("ad-1"));
+    assert.equal(usage.find((u) => u.cap_id === "ad-total")?.count, 4, "counted past max: record mode counts what happened");
+    await dropPrefix(redis, keyPrefix);
+  });
+
   it("a lifetime total is refused at deploy unless it counts a total, naming the field", async () => {
     const flow = await deployGateFlow({ store: "memory", rules: [{ id: "x", scope: "global", max_count: 1, window_seconds: 1, window_type: "lifetime" }] });
     const config = helper.getNode("cfg0") as CapConfigNode & Node;
