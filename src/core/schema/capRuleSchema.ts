@@ -12,7 +12,8 @@ export const ENFORCEMENTS = ["enforce", "shadow"] as const;
 export const MAX_WINDOW_SECONDS = 366 * 86400;
 /** a recipient's cap keeps one entry per send; a total cap one number per time bucket, so it may count far more */
 export const MAX_RECIPIENT_COUNT = 1_000_000;
-export const MAX_TOTAL_COUNT = 1_000_000_000_000;
+/** under PostgreSQL's integer column */
+export const MAX_TOTAL_COUNT = 2_000_000_000;
 
 /**
  * Text that every store keeps as it is: no NUL (PostgreSQL refuses it) and no

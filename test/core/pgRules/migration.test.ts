@@ -49,10 +49,12 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
     await migrateRulesTable(pool, t);
     const cols = await columns(pool, schema, "frequency_caps");
     assert.deepEqual([...cols.keys()].sort(), [
-      "applies_to_categories", "channel", "created_at", "disposition", "enabled", "enforcement", "id", "match", "max_count", "name",
+      "applies_to_categories", "channel", "counts", "created_at", "disposition", "enabled", "enforcement", "id", "match", "max_count", "name",
       "org", "per", "scope", "updated_at", "window_seconds", "window_type",
     ]);
     assert.match(String(cols.get("enforcement")?.dflt), /enforce/);
+    assert.match(String(cols.get("counts")?.dflt), /per_recipient/);
+    assert.equal(cols.get("counts")?.nullable, "NO");
     assert.equal(cols.get("enforcement")?.nullable, "NO");
     assert.equal(cols.get("applies_to_categories")?.type, "ARRAY");
     assert.equal(cols.get("match")?.type, "jsonb");
@@ -87,7 +89,7 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
       for (let round = 0; round < 3; round++) {
         const t = rulesTable(`${schema}.together_${round}`);
         await Promise.all(pools.map((p) => migrateRulesTable(p, t)));
-        assert.equal((await columns(pool, schema, `together_${round}`)).size, 16);
+        assert.equal((await columns(pool, schema, `together_${round}`)).size, 17);
       }
     } finally {
       await Promise.all(pools.map((p) => p.end()));
@@ -105,7 +107,7 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
     assert.ok(rows[0]?.created_at instanceof Date);
   });
 
-  it("gives a rules table of version 0.1 the enforcement column, its rows enforced as before", async () => {
+  it("gives a rules table of version 0.1 the enforcement and counts columns, its rows enforced per recipient as before", async () => {
     const t = rulesTable(`${schema}.v01`);
     await pool.query(`CREATE TABLE ${t.sql} (id text NOT NULL, org text NOT NULL, name text, enabled boolean NOT NULL DEFAULT true,
       scope text NOT NULL, channel text NOT NULL, max_count integer NOT NULL, window_seconds integer NOT NULL,
@@ -115,8 +117,8 @@ describe("core/pgRules: migration (real PostgreSQL)", () => {
     await pool.query(`INSERT INTO ${t.sql} (id, org, scope, channel, max_count, window_seconds) VALUES ('old', 'acme', 'channel', 'sms', 2, 60)`);
     await migrateRulesTable(pool, t);
     await migrateRulesTable(pool, t);
-    const { rows } = await pool.query<{ id: string; enforcement: string }>(`SELECT id, enforcement FROM ${t.sql}`);
-    assert.deepEqual(rows, [{ id: "old", enforcement: "enforce" }]);
+    const { rows } = await pool.query<{ id: string; enforcement: string; counts: string }>(`SELECT id, enforcement, counts FROM ${t.sql}`);
+    assert.deepEqual(rows, [{ id: "old", enforcement: "enforce", counts: "per_recipient" }]);
   });
 
   it("refuses a table that lacks a column the rules need, and leaves it as it was", async () => {
