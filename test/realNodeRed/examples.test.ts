@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { connectAsync } from "mqtt";
 import { EditorComms } from "../support/editorComms";
 import { NodeRedProcess, nodeRedVersion, ROOT } from "../support/nodeRedProcess";
+import { clearOfBoundary, quietRecipientAt, THREE_ZONES } from "../support/threeZones";
 
 /**
  * The examples in a real Node-RED process, driven as a person would: inject
@@ -192,5 +193,18 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     await press("promo SMS to +15551234567");
     assert.deepEqual(comms.debug.map((d) => d.name), ["delivered", "skipped", "delivered"]);
     assert.equal((comms.of("skipped")[0]?.admission as { reason?: string } | undefined)?.reason, "opted_out");
+  }));
+
+  it("push-governor: the topic cap refuses alice's 3rd price-drop, P0 goes, the one in quiet hours now is held, no tier reaches the Catch", withExample("push-governor.json", async ({ comms, press }) => {
+    for (let i = 0; i < 3; i++) await press("P2 price-drop to alice");
+    await press("P0 passcode to alice");
+    assert.deepEqual(comms.of("refused").map((m) => (m.admission as { cap_id?: string }).cap_id), ["per-topic"]);
+    assert.equal((comms.of("sent").at(-1)?.admission as { reason?: string }).reason, "exempt");
+    await clearOfBoundary();
+    const quiet = quietRecipientAt(Date.now()).recipient;
+    for (const { recipient, zone } of THREE_ZONES) await press(`P1 reminder to ${recipient} (${zone.split("/")[1]})`, recipient !== quiet);
+    assert.deepEqual(comms.of("sent").map((m) => m.recipient).slice(3).sort(), THREE_ZONES.map((z) => z.recipient).filter((r) => r !== quiet).sort());
+    await press("push without a tier");
+    assert.match(String(comms.of("error")[0]?.message), /tier/);
   }));
 });
