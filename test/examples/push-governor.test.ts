@@ -23,16 +23,16 @@ describe("examples/push-governor.json", function () {
 
   it("①–④: the topic cap, then tier P2's, then the global cap refuse alice, each named; a P0 passcode still goes, exempt", async () => {
     const run = await ExampleRun.load(flow);
-    await run.press("P2 price-drop to alice", 3);
+    await run.press("P2 price-drop to alice", { times: 3 });
     assert.equal(run.of("sent").length, 2);
     assert.deepEqual(capIds(run.of("refused")), ["per-topic"], "2 price-drops a minute: the 3rd is over the topic cap alone");
 
-    await run.press("P2 back-in-stock to alice", 2);
+    await run.press("P2 back-in-stock to alice", { times: 2 });
     assert.equal(run.of("sent").length, 3, "another topic has its own counter: its first goes");
     assert.deepEqual(capIds(run.of("refused")), ["per-topic", "tier-p2"], "a 4th P2 push is over the tier's 3, whatever the topic");
     assert.deepEqual(admissionOf(run.of("refused")[1]).blocking_cap_ids, ["tier-p2"]);
 
-    await run.press("P1 order shipped to alice", 2);
+    await run.press("P1 order shipped to alice", { times: 2 });
     assert.equal(run.of("sent").length, 4, "P1 has no tier cap: its first goes");
     assert.deepEqual(capIds(run.of("refused")), ["per-topic", "tier-p2", "global"], "a 5th push of any tier is over the global 4");
     const global = admissionOf(run.of("refused")[2]);
@@ -52,7 +52,7 @@ describe("examples/push-governor.json", function () {
   it("⑤: the 1st digest goes; the 2nd and 3rd are held and merged; one msg leaves when the slot frees, with msg.collapsed", async () => {
     const run = await ExampleRun.load(flow);
     await run.press("P3 digest item to bob");
-    await run.press("P3 digest item to bob", 2, 0);
+    await run.press("P3 digest item to bob", { times: 2, holds: 1 });
     assert.equal(run.of("sent").length, 1, "only the first went out");
     assert.equal(run.of("refused").length, 0, "a capped digest is held, not refused");
     assert.equal(await run.queueOf(run.id("frequency-cap-gate", "push caps")).size(), 1, "the 3rd merged into the 2nd: one held msg");
@@ -80,13 +80,13 @@ describe("examples/push-governor.json", function () {
 
   it("⑥–⑦: a recipient's own limit lowers the topic cap (carol: 1), and one asking for more than the cap does not raise it (dan: 5 → 2)", async () => {
     const run = await ExampleRun.load(flow);
-    await run.press("P2 price-drop to carol (wants 1)", 2);
+    await run.press("P2 price-drop to carol (wants 1)", { times: 2 });
     assert.deepEqual(recipients(run.of("sent")), ["carol"]);
     const carol = admissionOf(run.of("refused")[0]);
     assert.equal(carol.cap_id, "per-topic");
     assert.equal(carol.max_count, 1, "min(max_count 2, recipientLimits 1)");
 
-    await run.press("P2 price-drop to dan (asks for 5)", 3);
+    await run.press("P2 price-drop to dan (asks for 5)", { times: 3 });
     assert.deepEqual(recipients(run.of("sent")), ["carol", "dan", "dan"], "dan asked for 5 and got the cap's 2");
     assert.deepEqual(recipients(run.of("refused")), ["carol", "dan"]);
     const dan = admissionOf(run.of("refused")[1]);
@@ -106,7 +106,7 @@ describe("examples/push-governor.json", function () {
     await clearOfBoundary();
     const expected = quietRecipientAt(Date.now());
     for (const { recipient, zone } of THREE_ZONES) {
-      await run.press(`P1 reminder to ${recipient} (${city(zone)})`, 1, recipient === expected.recipient ? 0 : 1);
+      await run.press(`P1 reminder to ${recipient} (${city(zone)})`, recipient === expected.recipient ? { holds: 1 } : {});
     }
     assert.deepEqual(recipients(run.of("sent")).sort(), THREE_ZONES.map((z) => z.recipient).filter((r) => r !== expected.recipient).sort());
     assert.equal(run.of("refused").length, 0);

@@ -66,17 +66,17 @@ export class ExampleRun {
 
   /**
    * Presses an inject `times` times, each press once the one before has
-   * finished: `outputs` new msgs at the debug nodes, or, with 0, one more msg
-   * held by a gate (held anew or merged into a held one).
+   * finished: `outputs` new msgs at the debug nodes and `holds` more msgs held
+   * by a gate (held anew or merged into a held one). By default a press
+   * gives one msg, or none when it is to be held.
    */
-  async press(name: string, times = 1, outputs = 1): Promise<void> {
+  async press(name: string, { times = 1, holds = 0, outputs = holds > 0 ? 0 : 1 }: { times?: number; holds?: number; outputs?: number } = {}): Promise<void> {
     const inject = helper.getNode(this.id("inject", name)) as Node;
     for (let i = 0; i < times; i++) {
-      const before = this.total();
-      const holds = this.holds();
+      const before = { outputs: this.total(), holds: this.holds() };
       inject.receive({});
-      if (outputs > 0) await this.until(() => this.total() >= before + outputs, `press ${i + 1} of "${name}" gave ${this.total() - before} of ${outputs} msgs`);
-      else await this.until(() => this.holds() > holds, `press ${i + 1} of "${name}" held nothing`);
+      await this.until(() => this.total() >= before.outputs + outputs, `press ${i + 1} of "${name}" gave ${this.total() - before.outputs} of ${outputs} msgs`);
+      await this.until(() => this.holds() >= before.holds + holds, `press ${i + 1} of "${name}" held ${this.holds() - before.holds} of ${holds} msgs`);
     }
   }
 
