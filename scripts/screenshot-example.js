@@ -88,7 +88,10 @@ async function startNodeRed(flowFile, port) {
     const started = Date.now();
     while (!output.includes("Started flows")) {
         if (child.exitCode !== null) throw new Error(`Node-RED exited:\n${output}`);
-        if (Date.now() - started > 60_000) throw new Error(`Node-RED did not start:\n${output}`);
+        if (Date.now() - started > 60_000) {
+            child.kill("SIGKILL");
+            throw new Error(`Node-RED did not start:\n${output}`);
+        }
         await new Promise((r) => setTimeout(r, 100));
     }
     return {
@@ -117,15 +120,16 @@ async function main() {
     const { chromium } = require("playwright-core");
     const port = await freePort();
     const red = await startNodeRed(flowFile, port);
-    const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--disable-quic"],
-    });
+    let browser;
     try {
+        browser = await chromium.launch({
+            executablePath: CHROMIUM,
+            args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--disable-quic"],
+        });
         const page = await browser.newPage({ viewport: { width: WIDTH, height: 1200 } });
         await page.goto(`http://127.0.0.1:${port}/`);
-        await page.waitForSelector(`[id='${tab.id}'] .red-ui-flow-node, .red-ui-flow-node`, { timeout: 60_000 });
+        await page.waitForSelector(".red-ui-flow-node", { timeout: 60_000 });
         // the workspace alone, as wide as the viewport: no palette, no sidebar
         await page.evaluate(() => {
             RED.menu.setSelected("menu-item-palette", false);
@@ -135,7 +139,7 @@ async function main() {
 
         for (const [inject, times] of PRESSES[name] || []) {
             const node = flow.find((n) => n.type === "inject" && n.name === inject);
-            if (!node) fail(`${name} has no inject named "${inject}"`);
+            if (!node) throw new Error(`${name} has no inject named "${inject}"`);
             for (let i = 0; i < times; i++) {
                 await page.click(`[id='${node.id}'] .red-ui-flow-node-button`);
                 await page.waitForTimeout(300);
@@ -152,7 +156,8 @@ async function main() {
         }, tab.id);
         const right = Math.max(...bounds.map((b) => b.right));
         const bottom = Math.max(...bounds.map((b) => b.bottom));
-        const widest = bounds.filter((b) => b.right > WIDTH);
+        // a debug node's button sticks out some 25 px past its box
+        const widest = bounds.filter((b) => b.right + (b.type === "debug" ? 25 : 0) > WIDTH);
         if (widest.length > 0) console.error(`screenshot-example: past ${WIDTH} px: ${widest.map((b) => `${b.name} (${Math.round(b.right)})`).join(", ")}`);
         console.log(`screenshot-example: nodes reach x ${Math.round(right)}, y ${Math.round(bottom)}`);
         if (process.env.SHOW_WIDTHS) for (const b of bounds) console.log(`  ${b.id} ${b.w} ${b.type} ${Math.round(b.left)}..${Math.round(b.right)} ${b.name}`);
@@ -164,7 +169,7 @@ async function main() {
         await page.screenshot({ path: target, clip });
         console.log(`screenshot-example: wrote ${path.relative(process.cwd(), target)} (${Math.round(clip.width)} × ${Math.round(clip.height)})`);
     } finally {
-        await browser.close();
+        await browser?.close();
         await red.stop();
     }
 }
