@@ -6,12 +6,14 @@
  *
  * - builds first only when a source is newer than the last build (`npm ci`
  *   already built it through `prepare`, so a fresh `npm ci && npm start` builds once);
- * - user dir: `.node-red-user/` in the repo (gitignored);
+ * - user dir: `.node-red-user/` in the repo (gitignored), or `SENDGATE_USER_DIR`;
  * - the package is loaded in place through Node-RED's `nodesDir` setting, which
  *   accepts the directory of a Node-RED module: edits show after a rebuild and
  *   a restart, with no npm install, no symlink and no copy;
- * - `examples/frequency-cap-demo.json` becomes the flow file when there is none
- *   yet; after that the flows you deploy are kept;
+ * - `demo/flows.json` becomes the flow file when there is none yet; after that
+ *   the flows you deploy are kept. It is not in `examples/` (Node-RED lists
+ *   every file there under Import → Examples): its tab, ids and cap-config are
+ *   its own, so any example can be imported beside it without a clash;
  * - `PORT` changes the port, `HOST` the address (default 127.0.0.1: the editor
  *   has no login, so it is not exposed to the network unless you ask).
  */
@@ -20,10 +22,10 @@ const path = require("path");
 const { spawn, spawnSync } = require("child_process");
 
 const root = path.resolve(__dirname, "..");
-const userDir = path.join(root, ".node-red-user");
+const userDir = process.env.SENDGATE_USER_DIR ? path.resolve(process.env.SENDGATE_USER_DIR) : path.join(root, ".node-red-user");
 const flowFile = path.join(userDir, "flows.json");
 const settingsFile = path.join(userDir, "start-settings.js");
-const demoFlow = path.join(root, "examples", "frequency-cap-demo.json");
+const demoFlow = path.join(root, "demo", "flows.json");
 const buildStamp = path.join(root, "dist", ".built");
 const editorBundle = path.join(root, "resources", "sendgate-editor.js");
 /** what the build reads: a change to any of them makes the next start rebuild */

@@ -5,8 +5,9 @@ import type { Node, NodeMessage } from "node-red";
 import { gateNodes, helper, type Msg } from "./support/nodeRed";
 import { connectAsync } from "mqtt";
 import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
-import quietHoursGate from "../src/nodes/quietHoursGate";
 import throughputGate from "../src/nodes/throughputGate";
+import { admissionOf, ExampleRun, flowFile, injectProps } from "./support/exampleRun";
+import { clearOfBoundary, QUIET, quietRecipientAt, THREE_ZONES } from "./support/threeZones";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const coreNodes = [
@@ -159,32 +160,55 @@ describe("examples/", function () {
     after(() => helper.stopServer());
     afterEach(() => helper.unload());
 
-    it("lets a recipient without quiet hours and an exempt OTP through, skips what expires first, holds the rest", async () => {
-      const flow = example("quiet-hours.json");
-      await helper.load([...gateNodes, quietHoursGate, ...coreNodes], flow);
-      const outputs = ["allowed", "skipped", "released (deferred)", "error"];
-      const seen = new Map<string, Msg[]>();
-      for (const name of outputs) {
-        const list: Msg[] = [];
-        seen.set(name, list);
-        (helper.getNode(byName(flow, "debug", name)) as Node).on("input", (m: NodeMessage) => list.push(m as Msg));
-      }
-      const total = () => [...seen.values()].reduce((n, l) => n + l.length, 0);
-      const press = async (name: string) => {
-        const before = total();
-        (helper.getNode(byName(flow, "inject", name)) as Node).receive({});
-        for (let t = 0; t < 100 && total() === before; t++) await new Promise((r) => setTimeout(r, 5));
-      };
-      const reasons = (name: string) => (seen.get(name) ?? []).map((m) => (m.admission as { reason?: string }).reason);
-      await press("push to alice (no quiet days)");
-      await press("OTP to bob (exempt category)");
-      assert.deepEqual(reasons("allowed"), [undefined, "exempt"]);
-      await press("push to bob: quiet all day, expires in 10 s");
-      assert.deepEqual(reasons("skipped"), ["defer_expired"]);
-      await press("push to carol: quiet for a minute");
-      assert.equal(total(), 3, "carol's msg is held, not sent");
-      await press("send without a channel");
-      assert.match(((seen.get("error")?.[0]?.error) as { message: string }).message, /channel/);
+    it("of aiko (Tokyo), ngozi (Lagos) and pat (Phoenix), holds exactly the one in quiet hours now until 06:00 in their zone plus at most the jitter; the skip gate skips that one", async () => {
+      const run = await ExampleRun.load(flowFile("examples", "quiet-hours.json"));
+      const gates = run.flow.filter((n) => n.type === "quiet-hours-gate");
+      assert.deepEqual(gates.map((g) => [g.disposition, g.start, g.end, g.days]), [
+        ["defer", QUIET.start, QUIET.end, [0, 1, 2, 3, 4, 5, 6]],
+        ["skip", QUIET.start, QUIET.end, [0, 1, 2, 3, 4, 5, 6]],
+      ], "the window THREE_ZONES reasons about, in both gates");
+      const press = (recipient: string, zone: string, quiet: boolean) => run.press(`push to ${recipient} (${zone.split("/")[1]})`, quiet ? { holds: 1, outputs: 1 } : { outputs: 2 });
+      for (const { recipient, zone } of THREE_ZONES) assert.equal(injectProps(run.flow.find((n) => n.name === `push to ${recipient} (${zone.split("/")[1]})`)).timezone, zone);
+
+      await clearOfBoundary();
+      const expected = quietRecipientAt(Date.now());
+      for (const { recipient, zone } of THREE_ZONES) await press(recipient, zone, recipient === expected.recipient);
+      const others = THREE_ZONES.map((z) => z.recipient).filter((r) => r !== expected.recipient);
+      assert.deepEqual(run.of("defer gate: sent").map((m) => m.recipient).sort(), others);
+      assert.deepEqual(run.of("skip gate: sent").map((m) => m.recipient).sort(), others);
+
+      // the skip gate: out at once, with the window's end and the wait until then
+      const [skipped] = run.of("skipped");
+      assert.equal(run.of("skipped").length, 1);
+      assert.equal(skipped?.recipient, expected.recipient);
+      const verdict = admissionOf(skipped) as { reason: string; disposition: string; retry_after_seconds: number; trail: { at: string }[]; error: { details: { quiet_until: string } } };
+      assert.equal(verdict.reason, "quiet_hours");
+      assert.equal(verdict.disposition, "skip");
+      assert.equal(verdict.error.details.quiet_until, new Date(expected.endsAt).toISOString(), `06:00 in ${expected.zone}`);
+      const judgedAt = Date.parse(verdict.trail.at(-1)?.at ?? "");
+      assert.equal(verdict.retry_after_seconds, Math.max(1, Math.ceil((expected.endsAt - judgedAt) / 1000)));
+
+      // the defer gate: held in the cap-config's queue, to be released at the window's end plus the jitter
+      const queue = run.queueOf(run.id("quiet-hours-gate", "quiet hours: defer"));
+      assert.equal(await queue.size(), 1);
+      const releaseAt = await queue.nextDueAt();
+      const jitterMs = Number(gates[0]?.jitter) * 1000;
+      assert.ok(releaseAt !== null && releaseAt >= expected.endsAt && releaseAt < expected.endsAt + jitterMs,
+        `release at ${releaseAt === null ? "never" : new Date(releaseAt).toISOString()}: not in [${new Date(expected.endsAt).toISOString()}, + ${jitterMs / 1000} s)`);
+      assert.equal(run.of("defer gate: released").length, 0);
+    });
+
+    it("holds sam until their own quiet window ends, lets an exempt OTP through, and sends an unknown zone to the Catch", async () => {
+      const run = await ExampleRun.load(flowFile("examples", "quiet-hours.json"));
+      // sam's window is the minute the function runs in: not the last instant of one, which the gate would judge in the next
+      if (new Date().getUTCSeconds() >= 58) await new Promise((r) => setTimeout(r, 2500));
+      await run.press("push to sam (quiet this minute)", { holds: 1 });
+      assert.equal(run.total(), 0, "sam's push is held, not sent");
+      await run.press("OTP to sam (exempt)");
+      assert.deepEqual(run.of("defer gate: sent").map((m) => [m.recipient, admissionOf(m).reason]), [["sam", "exempt"]]);
+      await run.press("push to Mars/Olympus");
+      assert.match(String((run.of("error")[0]?.error as { message?: string }).message), /timezone.*Mars\/Olympus/);
+      assert.equal(await run.queueOf(run.id("quiet-hours-gate", "quiet hours: defer")).size(), 1);
     });
   });
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { connectAsync } from "mqtt";
 import { EditorComms } from "../support/editorComms";
 import { NodeRedProcess, nodeRedVersion, ROOT } from "../support/nodeRedProcess";
+import { clearOfBoundary, quietRecipientAt, THREE_ZONES } from "../support/threeZones";
 
 /**
  * The examples in a real Node-RED process, driven as a person would: inject
@@ -106,18 +107,25 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     assert.deepEqual(comms.lastStatus(skipGate), { fill: "green", shape: "dot", text: "✓ 10 · ✗ 20" }, red.output);
   }));
 
-  it("quiet-hours: no quiet days and exempt OTPs pass, what expires first is skipped, the rest is held", withExample("quiet-hours.json", async ({ red, comms, press }) => {
-    await press("push to alice (no quiet days)");
-    await press("OTP to bob (exempt category)");
-    assert.deepEqual(reasons(comms.of("allowed")), [undefined, "exempt"]);
-    await press("push to bob: quiet all day, expires in 10 s");
-    assert.deepEqual(reasons(comms.of("skipped")), ["defer_expired"]);
-    await press("push to carol: quiet for a minute", false);
-    assert.equal(comms.debug.length, 3, "carol's msg is held");
-    await press("send without a channel");
-    assert.match(String(comms.of("error")[0]?.message), /channel/);
-    const gate = (JSON.parse(readFileSync(exampleFile("quiet-hours.json"), "utf8")) as FlowNode[]).find((n) => n.type === "quiet-hours-gate");
-    const expected = { fill: "green", shape: "dot", text: "✓ 2 · ✗ 1 · held 1 · caught 1" };
+  it("quiet-hours: of three zones 8 h apart, the one in quiet hours now is held by the defer gate and skipped by the skip gate; an OTP passes, a bad zone is caught", withExample("quiet-hours.json", async ({ red, comms, press }) => {
+    await clearOfBoundary();
+    const quiet = quietRecipientAt(Date.now());
+    // each push goes to both gates: two msgs out, or one (the skip gate's) for the one held
+    for (const { recipient, zone } of THREE_ZONES) {
+      const before = comms.debug.length;
+      await press(`push to ${recipient} (${zone.split("/")[1]})`);
+      await comms.until(before + (recipient === quiet.recipient ? 1 : 2));
+    }
+    const others = THREE_ZONES.map((z) => z.recipient).filter((r) => r !== quiet.recipient);
+    assert.deepEqual(comms.of("defer gate: sent").map((m) => m.recipient).sort(), others);
+    assert.deepEqual(comms.of("skipped").map((m) => [m.recipient, (m.admission as { reason: string }).reason]), [[quiet.recipient, "quiet_hours"]]);
+    assert.equal(((comms.of("skipped")[0]?.admission as { error: { details: { quiet_until: string } } }).error.details.quiet_until), new Date(quiet.endsAt).toISOString());
+    await press("OTP to sam (exempt)");
+    assert.equal((comms.of("defer gate: sent").at(-1)?.admission as { reason?: string }).reason, "exempt");
+    await press("push to Mars/Olympus");
+    assert.match(String(comms.of("error")[0]?.message), /timezone/);
+    const gate = (JSON.parse(readFileSync(exampleFile("quiet-hours.json"), "utf8")) as FlowNode[]).find((n) => n.name === "quiet hours: defer");
+    const expected = { fill: "green", shape: "dot", text: "✓ 3 · ✗ 0 · held 1 · caught 1" };
     for (let i = 0; i < 50 && comms.lastStatus(gate?.id ?? "")?.text !== expected.text; i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(comms.lastStatus(gate?.id ?? ""), expected, red.output);
   }));
@@ -192,5 +200,18 @@ describe(`examples in a real Node-RED ${nodeRedVersion()} on Node ${process.vers
     await press("promo SMS to +15551234567");
     assert.deepEqual(comms.debug.map((d) => d.name), ["delivered", "skipped", "delivered"]);
     assert.equal((comms.of("skipped")[0]?.admission as { reason?: string } | undefined)?.reason, "opted_out");
+  }));
+
+  it("push-governor: the topic cap refuses alice's 3rd price-drop, P0 goes, the one in quiet hours now is held, no tier reaches the Catch", withExample("push-governor.json", async ({ comms, press }) => {
+    for (let i = 0; i < 3; i++) await press("P2 price-drop to alice");
+    await press("P0 passcode to alice");
+    assert.deepEqual(comms.of("refused").map((m) => (m.admission as { cap_id?: string }).cap_id), ["per-topic"]);
+    assert.equal((comms.of("sent").at(-1)?.admission as { reason?: string }).reason, "exempt");
+    await clearOfBoundary();
+    const quiet = quietRecipientAt(Date.now()).recipient;
+    for (const { recipient, zone } of THREE_ZONES) await press(`P1 reminder to ${recipient} (${zone.split("/")[1]})`, recipient !== quiet);
+    assert.deepEqual(comms.of("sent").map((m) => m.recipient).slice(3).sort(), THREE_ZONES.map((z) => z.recipient).filter((r) => r !== quiet).sort());
+    await press("push without a tier");
+    assert.match(String(comms.of("error")[0]?.message), /tier/);
   }));
 });
