@@ -2,6 +2,7 @@ import { COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../../../core/
 import { has } from "../../model/lists";
 import { checkTable, type RowReport } from "../../model/ruleChecks";
 import { CALENDAR_SPAN, displayOf, fixedPeriod, newRowValues, secondsOf, WINDOW_UNITS, type Rule, type RowValues } from "../../model/ruleRows";
+import { rowUsageOf, type DeployedOrg } from "../../model/totalUsage";
 import { t } from "../i18n";
 
 /** One editableList row per cap: its inputs and what it was loaded from. */
@@ -9,7 +10,7 @@ interface RowUi {
   number: JQuery; enabled: JQuery; id: JQuery; name: JQuery;
   scope: JQuery; channel: JQuery; allChannels: JQuery; categories: JQuery;
   max: JQuery; windowType: JQuery; windowCell: JQuery; windowNumber: JQuery; windowUnit: JQuery;
-  calendarNote: JQuery; calendarCell: JQuery; disposition: JQuery; enforcement: JQuery; counts: JQuery;
+  calendarNote: JQuery; calendarCell: JQuery; disposition: JQuery; enforcement: JQuery; counts: JQuery; usage: JQuery;
   advancedButton: JQuery; advanced: JQuery; advancedOpen: boolean;
   org: JQuery; per: JQuery; match: JQuery; problems: JQuery;
 }
@@ -97,6 +98,8 @@ const countsOptions = (): Option[] => COUNTS.map((c) => ({ value: c, label: t(`c
  */
 export class RulesTable {
   private loading = false;
+  /** what the deployed cap-config's total caps hold, by the org a row names ("" for none) */
+  private readonly deployed = new Map<string, DeployedOrg>();
 
   constructor(private readonly list: JQuery, private readonly summary: JQuery, private readonly channels: () => string[]) {
     list.css("min-height", "60px").editableList<RowData>({
@@ -128,6 +131,12 @@ export class RulesTable {
   /** The caps the rows stand for, in order. */
   rules(): Rule[] {
     return this.check().map((report) => report.rule);
+  }
+
+  /** Shows, in each row of a total cap, what the deployed cap-config counted for it in this org. */
+  showDeployed(orgKey: string, deployed: DeployedOrg): void {
+    this.deployed.set(orgKey, deployed);
+    this.validate();
   }
 
   /** The channel lists follow the cap-config's extra channels. */
@@ -196,6 +205,8 @@ export class RulesTable {
       $("<li></li>").text(text).appendTo(ui.problems);
     }
     ui.problems.toggle(report.problems.length > 0);
+    const usage = rowUsageOf(this.deployed, readRow(ui), t);
+    ui.usage.text(usage?.text ?? "").attr("title", usage?.title ?? "").toggle(usage !== null);
     this.showWindow(ui, report.problems.some((p) => p.field === "window_seconds"));
     row.toggleClass("node-config-cap-rule-invalid", report.problems.length > 0);
     if (openAdvanced && !ui.advancedOpen) this.setAdvanced(ui, true);
@@ -282,6 +293,7 @@ export class RulesTable {
     const enforcement = cell(line3, t("cap-config.row.enforcement"), $('<select class="node-config-cap-rule-enforcement"></select>'));
     const advancedButton = $('<button type="button" class="red-ui-button red-ui-button-small node-config-cap-advanced-button"><i class="fa fa-caret-right"></i> <span></span></button>').appendTo(line3);
     advancedButton.find("span").text(t("cap-config.row.advanced"));
+    const usage = $('<div class="node-config-cap-total-usage"></div>').hide().appendTo(container);
 
     const advanced = $('<div class="node-config-cap-line node-config-cap-advanced"></div>').appendTo(container);
     const org = cell(advanced, t("cap-config.row.org"), $('<input type="text" class="node-config-cap-rule-org">').attr("placeholder", t("cap-config.row.everyOrg")));
@@ -292,7 +304,7 @@ export class RulesTable {
 
     const ui: RowUi = {
       number, enabled, id, name, scope, channel, allChannels, categories, max, windowType,
-      windowCell: windowBox.parent(), windowNumber, windowUnit, calendarNote, calendarCell: calendarNote.parent(), disposition, enforcement, counts,
+      windowCell: windowBox.parent(), windowNumber, windowUnit, calendarNote, calendarCell: calendarNote.parent(), disposition, enforcement, counts, usage,
       advancedButton, advanced, advancedOpen: false, org, per, match, problems,
     };
     data.ui = ui;
