@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../src/core/schema/capRuleSchema";
+import { COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../src/core/schema/capRuleSchema";
 import { lookup } from "../src/core/schema/messages";
 import type { RuleProblemCode } from "../src/core/schema/ruleProblems";
 import { WINDOW_UNITS } from "../src/editor/model/ruleRows";
@@ -45,7 +45,7 @@ function filesUnder(dir: string): string[] {
 const STATUS_KEYS = ["allowed", "skipped", "recorded", "released", "held", "rate", "queued", "caught", "listChanges"];
 const PROBLEM_CODES: RuleProblemCode[] = ["notArray", "notJson", "notObject", "unknownProperty", "required", "text", "name", "boolean", "scope",
   "wholeNumber", "windowSeconds", "oneOf", "list", "uniqueItems", "maxItems", "match", "matchValues", "timestamp",
-  "channelMissing", "channelStar", "globalChannel", "unknownChannel", "duplicateId", "everyOrgId"];
+  "channelMissing", "channelStar", "globalChannel", "unknownChannel", "duplicateId", "everyOrgId", "lifetimeTotal"];
 const FAMILIES: Record<string, string[]> = {
   "sendgate.fields.${field}": SEND_FIELDS.map((f) => `sendgate.fields.${f}`),
   "sendgate.ports.${": ["allowed", "skipped", "deferred"].map((p) => `sendgate.ports.${p}`),
@@ -61,6 +61,8 @@ const FAMILIES: Record<string, string[]> = {
   "cap-config.dispositions.${d}Title": DISPOSITIONS.map((d) => `cap-config.dispositions.${d}Title`),
   "cap-config.enforcements.${e}": ENFORCEMENTS.map((e) => `cap-config.enforcements.${e}`),
   "cap-config.enforcements.${e}Title": ENFORCEMENTS.map((e) => `cap-config.enforcements.${e}Title`),
+  "cap-config.counts.${c}": COUNTS.map((c) => `cap-config.counts.${c}`),
+  "cap-config.counts.${c}Title": COUNTS.map((c) => `cap-config.counts.${c}Title`),
   "quiet-hours-gate.dayNames.${day}": [0, 1, 2, 3, 4, 5, 6].map((d) => `quiet-hours-gate.dayNames.${d}`),
   "quiet-hours-gate.days.${kind.kind}": ["none", "weekdays"].map((k) => `quiet-hours-gate.days.${k}`),
   "quiet-hours-gate.window.${windowShape(start, end)}": ["badTimes", "wholeDay", "acrossMidnight", "sameDay"].map((k) => `quiet-hours-gate.window.${k}`),

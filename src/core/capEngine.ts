@@ -9,6 +9,7 @@ import type { Candidate } from "./candidates";
 import type { ClaimOutcome, ClaimRequest, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
 import { TotalLeases, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
+import { orgTotals, type TotalCapUsage } from "./totals/orgTotals";
 
 export type { FailMode } from "./storeAccess";
 
@@ -325,6 +326,16 @@ export class CapEngine {
         retry_after_seconds: counter.full ? (counter.retryAfterMs === null ? null : Math.max(1, Math.ceil(counter.retryAfterMs / 1000))) : 0,
       };
     });
+  }
+
+  /** `GET …/totals`: every total cap of the org (its channels' rules and the global ones), read now for the given per values. */
+  totalUsage(org: string, channels: readonly string[], attributes: Readonly<Record<string, string>>): Promise<TotalCapUsage[]> {
+    return orgTotals({
+      channels,
+      keyPrefix: this.options.keyPrefix,
+      rules: this.options.rules,
+      read: (cap) => this.options.access.callAdmin(() => this.totals.read(totalCounter(cap), 0)),
+    }, org, attributes);
   }
 
   /** record mode: count the send in every applicable cap without checking (idempotent). */

@@ -86,7 +86,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function readAttributes(value: unknown): Record<string, string> {
+/** A send's attributes (SPEC §2), checked: a null-prototype record of texts; also the admin API's `attributes` query. */
+export function readAttributes(value: unknown): Record<string, string> {
   if (absent(value)) return emptyRecord();
   if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
   const out = emptyRecord<string>();

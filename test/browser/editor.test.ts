@@ -199,6 +199,79 @@ describe("the editor in Chromium [browser]", function () {
     assert.ok(!red.output.includes("cap-config is not usable"), red.output);
   });
 
+  it("writes a total cap from a row (counts, lifetime only with total) and shows a deployed total cap's count, what is left and what is on lease", async () => {
+    // deployed: a total cap of 5 and a per-recipient cap, and an inject that sends one msg through the gate at start
+    const flow = [
+      { id: "tot-tab", type: "tab", label: "totals" },
+      { id: "tot-cfg", type: "cap-config", name: "totals", rules: [
+        { id: "launch", scope: "global", counts: "total", max_count: 5, window_seconds: 86400 },
+        { id: "daily", scope: "channel", channel: "sms", max_count: 3, window_seconds: 86400 },
+      ] },
+      { id: "tot-inject", type: "inject", z: "tot-tab", name: "one send", once: true, onceDelay: 0.1, repeat: "", topic: "",
+        props: [{ p: "recipient", v: "u1", vt: "str" }, { p: "channel", v: "sms", vt: "str" }, { p: "payload" }], payload: "", payloadType: "date", x: 120, y: 80, wires: [["tot-gate"]] },
+      { id: "tot-gate", type: "frequency-cap-gate", z: "tot-tab", config: "tot-cfg", x: 320, y: 80, wires: [[], [], []] },
+    ];
+    const posted = await fetch(`${red.baseUrl}/flows`, { method: "POST", headers: { "content-type": "application/json", "Node-RED-Deployment-Type": "full" }, body: JSON.stringify(flow) });
+    assert.ok(posted.ok, await posted.text());
+    let counted: unknown;
+    for (let i = 0; i < 100 && counted !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const res = await fetch(`${red.baseUrl}/frequency-cap/tot-cfg/totals`);
+      if (res.ok) counted = ((await res.json()) as { caps: { count: number }[] }).caps[0]?.count;
+    }
+    assert.equal(counted, 1, red.output);
+    await page.reload();
+    await page.waitForSelector("[id='tot-gate'] .red-ui-flow-node", { timeout: 60_000 });
+
+    const openConfig = async (): Promise<void> => {
+      await openDialog("tot-gate");
+      await page.click("#node-input-btn-config-edit");
+      await page.waitForSelector("#node-config-cap-tabs", { state: "visible" });
+      await page.click("#red-ui-tab-node-config-cap-tab-rules");
+    };
+    await openConfig();
+    const rows = page.locator(".node-config-cap-rule");
+    assert.equal(await rows.count(), 2);
+    const usage = rows.nth(0).locator(".node-config-cap-total-usage");
+    await usage.waitFor({ state: "visible", timeout: 10_000 });
+    const text = await usage.innerText();
+    const shown = /^1 counted · (\d+) left · (?:none on lease|(\d+) on \d+ leases?)$/.exec(text);
+    assert.ok(shown, text);
+    assert.equal(Number(shown[1]) + Number(shown[2] ?? 0), 4, text);
+    assert.match(await usage.getAttribute("title") ?? "", /in org default/);
+    assert.equal(await rows.nth(1).locator(".node-config-cap-total-usage").isVisible(), false, "a per-recipient cap shows no usage");
+    assert.equal(await rows.nth(0).locator(".node-config-cap-rule-counts").inputValue(), "total");
+
+    // lifetime on a per-recipient row: the runtime's problem, both selects marked; counting a total fixes it
+    const daily = rows.nth(1);
+    await daily.locator(".node-config-cap-rule-window-type").selectOption("lifetime");
+    assert.deepEqual(await daily.locator(".node-config-cap-row-problems li").allInnerTexts(), ['window_type: "lifetime" never resets, so only a total cap (counts: "total") may use it']);
+    assert.equal(await daily.locator(".node-config-cap-rule-counts").evaluate((e) => e.classList.contains("input-error")), true);
+    assert.equal(await daily.locator(".node-config-cap-calendar-note").innerText(), "never resets");
+    await daily.locator(".node-config-cap-rule-counts").selectOption("total");
+    assert.deepEqual(await daily.locator(".node-config-cap-row-problems li").allInnerTexts(), []);
+    assert.equal(await daily.locator(".node-config-cap-total-usage").isVisible(), false, "deployed, it is not a total cap yet");
+    assert.doesNotMatch(await shownTexts(), RAW_KEY, "cap-config's dialog shows a raw i18n key");
+    await page.click("#node-config-dialog-ok");
+    await page.waitForSelector("#node-config-cap-tabs", { state: "detached" });
+    await page.click("#node-dialog-ok");
+    await page.waitForSelector(".red-ui-tray", { state: "detached" });
+    await deploy();
+
+    const config = (await deployedFlows()).find((n) => n.id === "tot-cfg");
+    assert.deepEqual(config?.rules, [
+      { id: "launch", scope: "global", counts: "total", max_count: 5, window_seconds: 86400 },
+      { id: "daily", scope: "channel", channel: "sms", max_count: 3, window_seconds: 86400, window_type: "lifetime", counts: "total" },
+    ]);
+    // deployed, the new total cap shows its own count
+    await openConfig();
+    await rows.nth(1).locator(".node-config-cap-total-usage").waitFor({ state: "visible", timeout: 10_000 });
+    assert.match(await rows.nth(1).locator(".node-config-cap-total-usage").innerText(), /^\d+ counted · \d+ left · /);
+    await page.click("#node-config-dialog-cancel");
+    await page.waitForSelector("#node-config-cap-tabs", { state: "detached" });
+    await page.click("#node-dialog-cancel");
+  });
+
   it("imports each example from the menu and deploys it", async () => {
     for (const name of EXAMPLES) {
       await page.click("#red-ui-header-button-sidemenu");

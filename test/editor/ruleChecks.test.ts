@@ -56,6 +56,18 @@ describe("editor/model: rule checks speak the runtime's words", () => {
     assert.deepEqual(report?.problems, [{ field: "match", text: 'match: write attribute=value|value; … ("nonsense" names no attribute)' }]);
   });
 
+  it("names a lifetime window on a per-recipient row under window_type, as the deploy does, and nothing once it counts a total", () => {
+    const rule: Rule = { id: "ever", scope: "global", max_count: 1000, window_seconds: 86400 };
+    const [perRecipient] = checkTable([row(rule, { windowType: "lifetime" })], channels, t);
+    assert.deepEqual(perRecipient?.problems, [{ field: "window_type", text: 'window_type: "lifetime" never resets, so only a total cap (counts: "total") may use it' }]);
+    assert.deepEqual(runtimeProblems([perRecipient?.rule]), ['rule 1 ("ever") window_type: "lifetime" never resets, so only a total cap (counts: "total") may use it']);
+    const [total] = checkTable([row(rule, { windowType: "lifetime", counts: "total" })], channels, t);
+    assert.deepEqual(total?.problems, []);
+    assert.deepEqual(total?.rule, { ...rule, window_type: "lifetime", counts: "total" });
+    const [unknown] = checkTable([row({ ...rule, counts: "everyone" })], channels, t);
+    assert.deepEqual(unknown?.problems.map((p) => p.field), ["counts"]);
+  });
+
   it("finds ids used twice across rows as the author types them", () => {
     const reports = checkTable([
       { now: { ...newRowValues("sms"), id: "x", max: "1" } },

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { buildRule, displayOf, listTextOf, matchTextOf, newRowValues, parseMatch, secondsOf, tableRulesOf, windowOf, type RowValues, type Rule } from "../../src/editor/model/ruleRows";
+import { buildRule, displayOf, fixedPeriod, listTextOf, matchTextOf, newRowValues, parseMatch, secondsOf, tableRulesOf, windowOf, type RowValues, type Rule } from "../../src/editor/model/ruleRows";
 
 /** A row as loaded: what it shows, and that it reads back unchanged. */
 function loaded(rule: Rule): { rule: Rule; initial: RowValues } {
@@ -21,6 +21,8 @@ const HAND_WRITTEN: Rule[] = [
   { id: "odd", scope: "channel", channel: "sms", max_count: 2, window_seconds: 60, applies_to_categories: ["a,b", " padded "], enabled: false },
   { enforcement: "enforce", id: "on", scope: "global", max_count: 5, window_seconds: 60 },
   { id: "trial", scope: "global", max_count: 1, window_seconds: 3600, enforcement: "shadow" },
+  { id: "ad-budget", scope: "global", counts: "total", per: ["ad_id"], max_count: 1000000, window_seconds: 1, window_type: "lifetime" },
+  { counts: "per_recipient", id: "explicit", scope: "channel", channel: "sms", max_count: 2, window_seconds: 60 },
 ];
 
 describe("editor/model: a rules table row", () => {
@@ -41,6 +43,27 @@ describe("editor/model: a rules table row", () => {
     assert.deepEqual(edited(shadow, { enforcement: "enforce" }), { ...rule, enforcement: "enforce" }, "a loaded key is kept, set to enforce");
     const fresh = buildRule({ ...newRowValues("sms"), id: "x", max: "2", enforcement: "enforce" }).rule;
     assert.equal("enforcement" in fresh, false, "a new row left at enforce says nothing");
+  });
+
+  it("edits counts as enforcement: total is written, per recipient again drops a key the rule never had", () => {
+    const rule: Rule = { id: "campaign", scope: "global", max_count: 500, window_seconds: 86400 };
+    assert.equal(displayOf(rule).counts, "per_recipient");
+    const total = edited(rule, { counts: "total" });
+    assert.deepEqual(total, { ...rule, counts: "total" });
+    assert.equal(displayOf(total).counts, "total");
+    assert.deepEqual(edited(total, { counts: "per_recipient" }), { ...rule, counts: "per_recipient" }, "a loaded key is kept, set to per_recipient");
+    const fresh = buildRule({ ...newRowValues("sms"), id: "x", max: "2", counts: "per_recipient" }).rule;
+    assert.equal("counts" in fresh, false, "a new row left per recipient says nothing");
+    // a new total, lifetime row: window_seconds stays (the schema requires it), the keys in SPEC §4's order
+    const lifetime = buildRule({ ...newRowValues("sms"), id: "ad", max: "1000", windowType: "lifetime", counts: "total" }).rule;
+    assert.equal(JSON.stringify(lifetime), JSON.stringify({ id: "ad", scope: "channel", channel: "sms", max_count: 1000, window_seconds: 86400, window_type: "lifetime", counts: "total" }));
+    // a value the select does not offer is kept as typed, for the schema to name
+    assert.equal(displayOf({ ...rule, counts: "everyone" }).counts, "everyone");
+    assert.deepEqual(edited({ ...rule, counts: "everyone" }, { max: "3" }), { ...rule, counts: "everyone", max_count: 3 });
+  });
+
+  it("knows which window types have a period of their own instead of window_seconds", () => {
+    assert.deepEqual(["rolling", "calendar_day", "calendar_week", "lifetime"].map(fixedPeriod), [false, true, true, true]);
   });
 
   it("goes table → JSON → table → JSON without a change", () => {

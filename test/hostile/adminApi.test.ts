@@ -85,7 +85,7 @@ describe("hostile input to every admin route (fast-check): never a 500", functio
     }), { numRuns: 150 });
   });
 
-  it("POST and DELETE suppressions (JSON and CSV), GET suppressions and usage", async () => {
+  it("POST and DELETE suppressions (JSON and CSV), GET suppressions, usage and totals", async () => {
     await fc.assert(fc.asyncProperty(entryBody, hostileString, hostileString, async (body, text, query) => {
       const posted = await helper.request().post("/frequency-cap/cfg0/suppressions").set("content-type", "application/json").send(JSON.stringify(body) ?? "null");
       assertHonest(posted, [201, 400], `POST ${JSON.stringify(body)?.slice(0, 200)}`);
@@ -97,6 +97,8 @@ describe("hostile input to every admin route (fast-check): never a 500", functio
       assertHonest(listed, [200, 400], "GET suppressions");
       const usage = await helper.request().get("/frequency-cap/cfg0/usage").query({ recipient: query, channel: text, org: text, attributes: query });
       assertHonest(usage, [200, 400], "GET usage");
+      const totals = await helper.request().get("/frequency-cap/cfg0/totals").query({ org: text, attributes: query });
+      assertHonest(totals, [200, 400], "GET totals");
     }), { numRuns: 150 });
   });
 

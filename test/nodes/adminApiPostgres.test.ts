@@ -111,6 +111,31 @@ describe("admin API on a cap-config with PostgreSQL", function () {
     assert.equal((await untilSkipped(flow, "early")).reason, "STOP");
   });
 
+  it("GET …/totals gathers an org's total caps from every channel's rows and the global ones, each once", async () => {
+    const flow = await deployGateFlow({ store: "redis", config: pgConfig(), rules: [] });
+    const caps = [
+      CAP,
+      { id: "sms-total", scope: "channel", channel: "sms", counts: "total", max_count: 10, window_seconds: 3600 },
+      { id: "push-total", scope: "channel", channel: "push", counts: "total", max_count: 20, window_seconds: 1, window_type: "lifetime" },
+      { id: "all-total", scope: "global", counts: "total", max_count: 30, window_seconds: 86400, window_type: "calendar_day" },
+    ];
+    for (const cap of caps) {
+      const created = await api().post("/frequency-cap/cfg0/caps").send(cap);
+      assert.equal(created.status, 201, created.text);
+    }
+    await sendInOrder(flow, [{ recipient: "r1", channel: "sms", messageId: "s1" }, { recipient: "r2", channel: "sms", messageId: "s2" }]);
+    const res = await api().get("/frequency-cap/cfg0/totals");
+    assert.equal(res.status, 200, res.text);
+    const body = res.body as { org: string; caps: { cap_id: string; count: number; remaining: number; leased: number; window_type: string }[] };
+    assert.equal(body.org, "acme");
+    const byId = new Map(body.caps.map((c) => [c.cap_id, c]));
+    assert.deepEqual([...byId.keys()].sort(), ["all-total", "push-total", "sms-total"]);
+    assert.equal(body.caps.length, 3, "a global cap is listed once, not once per channel");
+    assert.deepEqual([byId.get("sms-total")?.count, byId.get("all-total")?.count, byId.get("push-total")?.count], [2, 2, 0]);
+    assert.equal((byId.get("sms-total")?.remaining ?? 0) + (byId.get("sms-total")?.leased ?? 0), 8);
+    assert.equal(byId.get("push-total")?.window_type, "lifetime");
+  });
+
   it("waits a bounded time: answers 503 within about 5 s when PostgreSQL cannot be reached", async () => {
     const dead = `postgres://postgres@127.0.0.1:${await freePort()}/postgres`;
     await deployGateFlow({ store: "memory", config: pgConfig({ pgUrl: dead }), rules: [] });

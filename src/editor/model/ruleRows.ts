@@ -23,6 +23,7 @@ export interface RowValues {
   match: string;
   disposition: string;
   enforcement: string;
+  counts: string;
 }
 
 export type Rule = Record<string, unknown>;
@@ -43,6 +44,11 @@ export const CALENDAR_SPAN: Readonly<Record<string, { number: string; unit: stri
   calendar_day: { number: "1", unit: "days" },
   calendar_week: { number: "1", unit: "weeks" },
 };
+
+/** Window types whose period is not window_seconds (which is kept, being required): the calendar ones, and lifetime (never resets). */
+export function fixedPeriod(windowType: string): boolean {
+  return has(CALENDAR_SPAN, windowType) || windowType === "lifetime";
+}
 
 /** A stored value as input text: a string as it is, anything else as JSON. */
 export function textOf(value: unknown): string {
@@ -165,6 +171,7 @@ export function displayOf(rule: Rule): RowValues {
     match: matchTextOf(rule.match),
     disposition: rule.disposition === undefined ? "skip" : textOf(rule.disposition),
     enforcement: rule.enforcement === undefined ? "enforce" : textOf(rule.enforcement),
+    counts: rule.counts === undefined ? "per_recipient" : textOf(rule.counts),
   };
 }
 
@@ -219,6 +226,7 @@ export function buildRule(now: RowValues, original: Rule = {}, initial: RowValue
   }
   if (!same("disposition")) put("disposition", now.disposition === "skip" && !has(original, "disposition") ? undefined : now.disposition);
   if (!same("enforcement")) put("enforcement", now.enforcement === "enforce" && !has(original, "enforcement") ? undefined : now.enforcement);
+  if (!same("counts")) put("counts", now.counts === "per_recipient" && !has(original, "counts") ? undefined : now.counts);
   return { rule, problems };
 }
 

@@ -6,7 +6,7 @@ import { PostgresRules } from "../../core/pgRules/postgresRules";
 import type { PgRuleSource } from "../../core/pgRules/pgRuleSource";
 import { InlineRules } from "../../core/rulesProvider";
 import { plainText } from "../../core/plainText";
-import { parseSend } from "../../core/send";
+import { parseSend, readAttributes, sendOrg } from "../../core/send";
 import { HttpError, route, serviceOf, type AdminRequest } from "./http";
 
 const CAPS = "/frequency-cap/:config/caps";
@@ -16,6 +16,16 @@ function orgOf(req: AdminRequest, service: CapService): string {
   if (typeof req.query.org === "string" && req.query.org !== "") return plainText("org", req.query.org);
   if (typeof fromBody === "string" && fromBody !== "") return plainText("org", fromBody);
   return service.settings.defaultOrg;
+}
+
+/** `?attributes=` as JSON text, parsed (not yet checked); absent when not given. */
+function attributesQuery(req: AdminRequest): unknown {
+  if (typeof req.query.attributes !== "string") return undefined;
+  try {
+    return JSON.parse(req.query.attributes) as unknown;
+  } catch {
+    throw new HttpError(400, "attributes: must be a JSON object of strings");
+  }
 }
 
 /** The cap id a route names: text a stored rule can have. */
@@ -50,7 +60,7 @@ async function writing<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** GET/POST …/caps, PUT/DELETE …/caps/:id, GET …/usage (SPEC §7). */
+/** GET/POST …/caps, PUT/DELETE …/caps/:id, GET …/usage, GET …/totals (SPEC §7). */
 export function registerCapRoutes(RED: NodeAPI): void {
   const read = RED.auth.needsPermission("frequency-cap.read");
   const write = RED.auth.needsPermission("frequency-cap.write");
@@ -91,16 +101,19 @@ export function registerCapRoutes(RED: NodeAPI): void {
 
   RED.httpAdmin.get("/frequency-cap/:config/usage", read, route(async (req) => {
     const service = serviceOf(RED, req);
-    let attributes: unknown;
-    try {
-      attributes = typeof req.query.attributes === "string" ? JSON.parse(req.query.attributes) : undefined;
-    } catch {
-      throw new HttpError(400, "attributes: must be a JSON object of strings");
-    }
     const send = parseSend({
-      recipient: req.query.recipient, channel: req.query.channel, org: req.query.org, attributes, messageId: "usage",
+      recipient: req.query.recipient, channel: req.query.channel, org: req.query.org, attributes: attributesQuery(req), messageId: "usage",
     }, service.sendRules);
     const caps = await writing(() => service.engine.usage(send));
     return { body: { org: send.org, recipient: send.recipient, channel: send.channel, caps } };
+  }));
+
+  // every total cap of the org: what the editor's rules table shows beside a total cap's row
+  RED.httpAdmin.get("/frequency-cap/:config/totals", read, route(async (req) => {
+    const service = serviceOf(RED, req);
+    const org = sendOrg(req.query.org, service.sendRules);
+    const attributes = readAttributes(attributesQuery(req));
+    const caps = await writing(() => service.engine.totalUsage(org, service.settings.channels, attributes));
+    return { body: { org, caps } };
   }));
 }

@@ -4,6 +4,7 @@ import { tableRulesOf, type Rule } from "../../model/ruleRows";
 import { t } from "../i18n";
 import type { EditorNode } from "../red";
 import { knownChannels } from "./channels";
+import { readDeployedTotals } from "./deployedTotals";
 import { RulesJson } from "./rulesJson";
 import { RulesTable } from "./rulesTable";
 
@@ -95,6 +96,8 @@ export function oneditprepare(this: EditorNode): void {
   const loaded = tableRulesOf(node.rules);
   let mode: Mode = "rules" in loaded ? "table" : "json";
   table.load("rules" in loaded ? loaded.rules : []);
+  // a deployed cap-config's total caps show what they counted, in their rows
+  if ("rules" in loaded) readDeployedTotals(node.id, loaded.rules, (org, deployed) => table.showDeployed(org, deployed));
 
   const applyMode = (): void => {
     tableBlock.toggle(mode === "table");

@@ -1,7 +1,8 @@
-import { DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../../../core/schema/capRuleSchema";
+import { COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../../../core/schema/capRuleSchema";
 import { has } from "../../model/lists";
 import { checkTable, type RowReport } from "../../model/ruleChecks";
-import { CALENDAR_SPAN, displayOf, newRowValues, secondsOf, WINDOW_UNITS, type Rule, type RowValues } from "../../model/ruleRows";
+import { CALENDAR_SPAN, displayOf, fixedPeriod, newRowValues, secondsOf, WINDOW_UNITS, type Rule, type RowValues } from "../../model/ruleRows";
+import { rowUsageOf, type DeployedOrg } from "../../model/totalUsage";
 import { t } from "../i18n";
 
 /** One editableList row per cap: its inputs and what it was loaded from. */
@@ -9,7 +10,7 @@ interface RowUi {
   number: JQuery; enabled: JQuery; id: JQuery; name: JQuery;
   scope: JQuery; channel: JQuery; allChannels: JQuery; categories: JQuery;
   max: JQuery; windowType: JQuery; windowCell: JQuery; windowNumber: JQuery; windowUnit: JQuery;
-  calendarNote: JQuery; calendarCell: JQuery; disposition: JQuery; enforcement: JQuery;
+  calendarNote: JQuery; calendarCell: JQuery; disposition: JQuery; enforcement: JQuery; counts: JQuery; usage: JQuery;
   advancedButton: JQuery; advanced: JQuery; advancedOpen: boolean;
   org: JQuery; per: JQuery; match: JQuery; problems: JQuery;
 }
@@ -27,7 +28,7 @@ const FIELD_INPUTS: Record<string, (keyof RowUi)[]> = {
   id: ["id"], org: ["org"], name: ["name"], enabled: ["enabled"], scope: ["scope"],
   channel: ["channel"], max_count: ["max"], window_seconds: ["windowNumber", "windowUnit"],
   window_type: ["windowType"], applies_to_categories: ["categories"], per: ["per"], match: ["match"],
-  disposition: ["disposition"], enforcement: ["enforcement"],
+  disposition: ["disposition"], enforcement: ["enforcement"], counts: ["counts"],
 };
 const ADVANCED_FIELDS = ["org", "per", "match"];
 
@@ -70,6 +71,7 @@ function readRow(ui: RowUi): RowValues {
     match: String(ui.match.val() ?? ""),
     disposition: valueOf(ui.disposition),
     enforcement: valueOf(ui.enforcement),
+    counts: valueOf(ui.counts),
   };
 }
 
@@ -87,6 +89,7 @@ const unitOptions = (): Option[] => WINDOW_UNITS.map((u) => ({ value: u.value, l
 const windowTypeOptions = (): Option[] => WINDOW_TYPES.map((w) => ({ value: w, label: t(`cap-config.windowTypes.${w}`), title: t(`cap-config.windowTypes.${w}Title`) }));
 const dispositionOptions = (): Option[] => DISPOSITIONS.map((d) => ({ value: d, label: t(`cap-config.dispositions.${d}`), title: t(`cap-config.dispositions.${d}Title`) }));
 const enforcementOptions = (): Option[] => ENFORCEMENTS.map((e) => ({ value: e, label: t(`cap-config.enforcements.${e}`), title: t(`cap-config.enforcements.${e}Title`) }));
+const countsOptions = (): Option[] => COUNTS.map((c) => ({ value: c, label: t(`cap-config.counts.${c}`), title: t(`cap-config.counts.${c}Title`) }));
 
 /**
  * The caps as a table, checked as the author types with the schema's own
@@ -95,6 +98,8 @@ const enforcementOptions = (): Option[] => ENFORCEMENTS.map((e) => ({ value: e, 
  */
 export class RulesTable {
   private loading = false;
+  /** what the deployed cap-config's total caps hold, by the org a row names ("" for none) */
+  private readonly deployed = new Map<string, DeployedOrg>();
 
   constructor(private readonly list: JQuery, private readonly summary: JQuery, private readonly channels: () => string[]) {
     list.css("min-height", "60px").editableList<RowData>({
@@ -126,6 +131,12 @@ export class RulesTable {
   /** The caps the rows stand for, in order. */
   rules(): Rule[] {
     return this.check().map((report) => report.rule);
+  }
+
+  /** Shows, in each row of a total cap, what the deployed cap-config counted for it in this org. */
+  showDeployed(orgKey: string, deployed: DeployedOrg): void {
+    this.deployed.set(orgKey, deployed);
+    this.validate();
   }
 
   /** The channel lists follow the cap-config's extra channels. */
@@ -182,6 +193,8 @@ export class RulesTable {
       const field = problem.field.split(".")[0] ?? "";
       let inputs = FIELD_INPUTS[field];
       if (field === "channel" && valueOf(ui.scope) === "global") inputs = ["scope"];
+      // lifetime is refused because of what the row counts: both selects can fix it
+      if (field === "window_type" && valueOf(ui.windowType) === "lifetime") inputs = ["windowType", "counts"];
       let text = problem.text;
       if (inputs) {
         for (const name of inputs) (ui[name] as JQuery).addClass("input-error");
@@ -192,6 +205,8 @@ export class RulesTable {
       $("<li></li>").text(text).appendTo(ui.problems);
     }
     ui.problems.toggle(report.problems.length > 0);
+    const usage = rowUsageOf(this.deployed, readRow(ui), t);
+    ui.usage.text(usage?.text ?? "").attr("title", usage?.title ?? "").toggle(usage !== null);
     this.showWindow(ui, report.problems.some((p) => p.field === "window_seconds"));
     row.toggleClass("node-config-cap-rule-invalid", report.problems.length > 0);
     if (openAdvanced && !ui.advancedOpen) this.setAdvanced(ui, true);
@@ -208,16 +223,30 @@ export class RulesTable {
     ui.allChannels.toggle(global);
   }
 
-  /** A calendar row names its period instead of the window inputs; they stay hidden unless window_seconds has a problem. */
+  /** A calendar or lifetime row names its period instead of the window inputs; they stay hidden unless window_seconds has a problem. */
   private showWindow(ui: RowUi, windowProblem: boolean): void {
     const type = valueOf(ui.windowType);
-    const calendar = has(CALENDAR_SPAN, type);
-    ui.windowCell.toggle(!calendar || windowProblem);
-    ui.calendarCell.toggle(calendar);
-    if (!calendar) return;
+    const fixed = fixedPeriod(type);
+    ui.windowCell.toggle(!fixed || windowProblem);
+    ui.calendarCell.toggle(fixed);
+    if (!fixed) return;
     const seconds = secondsOf(Number(ui.windowNumber.val()), valueOf(ui.windowUnit));
-    ui.calendarNote.text(t(type === "calendar_day" ? "cap-config.row.calendarDay" : "cap-config.row.calendarWeek"))
-      .attr("title", t("cap-config.row.calendarTitle", { type, seconds: Number.isFinite(seconds) ? seconds : "?" }));
+    const params = { type, seconds: Number.isFinite(seconds) ? seconds : "?" };
+    // a total cap's calendar period is one for every recipient: the UTC day or week, not each recipient's own
+    const total = valueOf(ui.counts) === "total";
+    let note: string;
+    let title: string;
+    if (type === "lifetime") {
+      note = t("cap-config.row.lifetime");
+      title = t("cap-config.row.lifetimeTitle", params);
+    } else if (total) {
+      note = t(type === "calendar_day" ? "cap-config.row.calendarDayTotal" : "cap-config.row.calendarWeekTotal");
+      title = t("cap-config.row.calendarTotalTitle", params);
+    } else {
+      note = t(type === "calendar_day" ? "cap-config.row.calendarDay" : "cap-config.row.calendarWeek");
+      title = t("cap-config.row.calendarTitle", params);
+    }
+    ui.calendarNote.text(note).attr("title", title);
   }
 
   private setAdvanced(ui: RowUi, open: boolean): void {
@@ -254,6 +283,7 @@ export class RulesTable {
 
     const line3 = $('<div class="node-config-cap-line"></div>').appendTo(container);
     const max = cell(line3, t("cap-config.row.max"), $('<input type="number" min="1" step="1" class="node-config-cap-rule-max">'));
+    const counts = cell(line3, t("cap-config.row.counts"), $('<select class="node-config-cap-rule-counts"></select>'));
     const windowType = cell(line3, t("cap-config.row.windowType"), $('<select class="node-config-cap-rule-window-type"></select>'));
     const windowBox = cell(line3, t("cap-config.row.window"), $('<div class="node-config-cap-window"></div>'));
     const windowNumber = $('<input type="number" min="1" step="any" class="node-config-cap-rule-window">').appendTo(windowBox);
@@ -263,6 +293,7 @@ export class RulesTable {
     const enforcement = cell(line3, t("cap-config.row.enforcement"), $('<select class="node-config-cap-rule-enforcement"></select>'));
     const advancedButton = $('<button type="button" class="red-ui-button red-ui-button-small node-config-cap-advanced-button"><i class="fa fa-caret-right"></i> <span></span></button>').appendTo(line3);
     advancedButton.find("span").text(t("cap-config.row.advanced"));
+    const usage = $('<div class="node-config-cap-total-usage"></div>').hide().appendTo(container);
 
     const advanced = $('<div class="node-config-cap-line node-config-cap-advanced"></div>').appendTo(container);
     const org = cell(advanced, t("cap-config.row.org"), $('<input type="text" class="node-config-cap-rule-org">').attr("placeholder", t("cap-config.row.everyOrg")));
@@ -273,7 +304,7 @@ export class RulesTable {
 
     const ui: RowUi = {
       number, enabled, id, name, scope, channel, allChannels, categories, max, windowType,
-      windowCell: windowBox.parent(), windowNumber, windowUnit, calendarNote, calendarCell: calendarNote.parent(), disposition, enforcement,
+      windowCell: windowBox.parent(), windowNumber, windowUnit, calendarNote, calendarCell: calendarNote.parent(), disposition, enforcement, counts, usage,
       advancedButton, advanced, advancedOpen: false, org, per, match, problems,
     };
     data.ui = ui;
@@ -290,6 +321,7 @@ export class RulesTable {
     fillSelect(windowType, windowTypeOptions(), shown.windowType);
     fillSelect(disposition, dispositionOptions(), shown.disposition);
     fillSelect(enforcement, enforcementOptions(), shown.enforcement);
+    fillSelect(counts, countsOptions(), shown.counts);
     org.val(shown.org);
     per.val(shown.per);
     match.val(shown.match);
