@@ -313,14 +313,7 @@ export class CapEngine {
       const counter = ownCounters[own.indexOf(cap)] as { count: number; retryAfterMs: number | null; full: boolean };
       return {
         counts: "per_recipient",
-        cap_id: cap.rule.id,
-        ...(cap.rule.name !== undefined ? { name: cap.rule.name } : {}),
-        scope: cap.rule.scope,
-        channel: cap.rule.channel,
-        applies_to_categories: original.applies_to_categories,
-        window_seconds: cap.rule.window_seconds,
-        enforcement: cap.rule.enforcement,
-        max_count: cap.max,
+        ...usageOf(cap, original),
         count: counter.count,
         remaining: Math.max(0, cap.max - counter.count),
         retry_after_seconds: counter.full ? (counter.retryAfterMs === null ? null : Math.max(1, Math.ceil(counter.retryAfterMs / 1000))) : 0,
@@ -360,11 +353,9 @@ export class CapEngine {
   }
 }
 
-/** A total cap's usage: counted sends, slots out on lease, and what is left for anyone. */
-function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading): CapUsage {
-  const remaining = Math.max(0, cap.max - total.used - total.leased);
+/** What a cap's usage says of the cap itself, whatever it counts. */
+function usageOf(cap: ApplicableCap, original: CapRule): Pick<CapUsage, "cap_id" | "name" | "scope" | "channel" | "applies_to_categories" | "window_seconds" | "enforcement" | "max_count"> {
   return {
-    counts: "total",
     cap_id: cap.rule.id,
     ...(cap.rule.name !== undefined ? { name: cap.rule.name } : {}),
     scope: cap.rule.scope,
@@ -373,6 +364,15 @@ function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading):
     window_seconds: cap.rule.window_seconds,
     enforcement: cap.rule.enforcement,
     max_count: cap.max,
+  };
+}
+
+/** A total cap's usage: counted sends, slots out on lease, and what is left for anyone. */
+function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading): CapUsage {
+  const remaining = Math.max(0, cap.max - total.used - total.leased);
+  return {
+    counts: "total",
+    ...usageOf(cap, original),
     count: total.used,
     remaining,
     leased: total.leased,
