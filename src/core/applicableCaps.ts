@@ -1,6 +1,7 @@
 import { calendarPeriod } from "./calendarPeriod";
-import { capCounterField, capCounterKey, totalCounterKey } from "./keys";
-import { WINDOW_BUCKETS, type QuotaLimit } from "./totals/quotaStep";
+import { capCounterField, capCounterKey } from "./keys";
+import type { QuotaLimit } from "./totals/quotaStep";
+import { totalCounters } from "./totals/totalCounters";
 import type { CapRule } from "./rules";
 import { ownValue } from "./ownKeys";
 import type { Send } from "./send";
@@ -80,16 +81,11 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
  * recipients' own zones would give one counter many different days.
  */
 function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock | undefined): ApplicableCap {
-  const perValues = rule.per.map((a) => ownValue(send.attributes, a) as string);
-  const key = totalCounterKey(keyPrefix, send.org, rule.id, perValues);
-  const field = capCounterField(rule.id, perValues);
-  const windowMs = rule.window_seconds * 1000;
-  if (rule.window_type === "lifetime") {
-    return { rule, key, field, max: rule.max_count, windowMs: 0, quota: { max: rule.max_count, windowMs: 0, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 } };
-  }
-  if (rule.window_type === "rolling") {
-    const bucketMs = Math.max(1000, Math.floor(windowMs / WINDOW_BUCKETS));
-    return { rule, key, field, max: rule.max_count, windowMs, quota: { max: rule.max_count, windowMs, bucketMs, periodStartMs: 0, periodEndMs: 0 } };
+  const perValues = rule.per.length === 0 ? NO_VALUES : rule.per.map((a) => ownValue(send.attributes, a) as string);
+  const { key, field } = totalCounters.name(rule, keyPrefix, send.org, perValues);
+  if (rule.window_type === "lifetime" || rule.window_type === "rolling") {
+    const quota = totalCounters.fixedLimit(rule);
+    return { rule, key, field, max: rule.max_count, windowMs: quota.windowMs, quota };
   }
   const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), clock?.defaultZone ?? "UTC");
   const length = period.endMs - period.startMs;
@@ -98,3 +94,5 @@ function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock 
     quota: { max: rule.max_count, windowMs: length, bucketMs: length, periodStartMs: period.startMs, periodEndMs: period.endMs },
   };
 }
+
+const NO_VALUES: readonly string[] = [];

@@ -8,7 +8,8 @@ import type { StoreAccess } from "./storeAccess";
 import type { Candidate } from "./candidates";
 import type { ClaimOutcome, ClaimRequest, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
-import { TotalLeases, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
+import { TotalLeases, type SpendTicket, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
+import type { QuotaLimit } from "./totals/quotaStep";
 import { orgTotals, type TotalCapUsage } from "./totals/orgTotals";
 
 export type { FailMode } from "./storeAccess";
@@ -229,53 +230,62 @@ export class CapEngine {
    * total slots are reported spent before the msg may leave.
    */
   private async claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
-    const own = caps.filter((c) => !isTotal(c));
-    const totals = caps.filter(isTotal);
+    const totals = caps.every(isTotal) ? caps : caps.filter(isTotal);
+    const own = totals === caps ? [] : caps.filter((c) => !isTotal(c));
     const reserved: ApplicableCap[] = [];
-    const shadowTotals: ShadowRefusal[] = [];
-    const giveBack = (): void => { for (const cap of reserved) this.totals.cancel(totalCounter(cap)); };
+    let shadowTotals: ShadowRefusal[] | undefined;
     for (const cap of totals) {
-      const slot = this.totals.reserve(totalCounter(cap));
+      const slot = this.totals.reserve(cap.key, quotaOf(cap));
       const answer = slot === true ? slot : await slot;
       if (answer === true) {
         reserved.push(cap);
         continue;
       }
       if (answer instanceof StoreUnavailableError) {
-        giveBack();
+        this.cancel(reserved);
         return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, answer) };
       }
       if (isShadow(cap.rule)) {
-        shadowTotals.push({ cap_id: cap.rule.id, count: answer.used + answer.leased, max: cap.max });
+        (shadowTotals ??= []).push({ cap_id: cap.rule.id, count: answer.used + answer.leased, max: cap.max });
         continue;
       }
-      giveBack();
+      this.cancel(reserved);
       return totalRefusal(cap, answer);
     }
-    const decision = await this.claimCounters(send, own);
-    if (decision.kind === "capped") {
-      giveBack();
+    const decision = own.length === 0 ? undefined : await this.claimCounters(send, own);
+    if (decision?.kind === "capped") {
+      this.cancel(reserved);
       return decision;
     }
-    const spends = await Promise.all(reserved.map((cap) => this.totals.commit(totalCounter(cap))));
+    const tickets = reserved.map((cap) => this.totals.commit(cap.key, quotaOf(cap)));
     const taken: TotalTaken[] = [];
     let refused: CapDecision | undefined;
     let failed: StoreUnavailableError | undefined;
-    spends.forEach((spend, i) => {
+    for (let i = 0; i < tickets.length; i++) {
+      const { batch, index } = tickets[i] as SpendTicket;
+      await batch.done;
+      const spend = batch.answer(index);
       const cap = reserved[i] as ApplicableCap;
       if (spend instanceof StoreUnavailableError) failed ??= spend;
       else if ("kind" in spend) refused ??= totalRefusal(cap, spend);
       else taken.push({ cap, spend });
-    });
+    }
     if (refused || failed) {
       // the lease lapsed and the pool was empty, or the store failed: the send may not count as admitted
       await Promise.all(taken.map((t) => this.totals.refund(t.spend)));
-      if (decision.kind === "allowed") await this.releaseOwn(decision);
+      if (decision?.kind === "allowed") await this.releaseOwn(decision);
       if (refused) return refused;
       return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failed) };
     }
+    const shadow = shadowTotals ? { shadowTotals } : {};
+    // no counter of the recipient's own: nothing to claim there, so no attempt token is drawn
+    if (!decision) return { kind: "allowed", caps: own, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt: { member: send.messageId, token: 0 }, totals: taken, ...shadow };
     if (decision.kind !== "allowed") return decision;
-    return { ...decision, totals: taken, ...(shadowTotals.length > 0 ? { shadowTotals } : {}) };
+    return { ...decision, totals: taken, ...shadow };
+  }
+
+  private cancel(reserved: readonly ApplicableCap[]): void {
+    for (const cap of reserved) this.totals.cancel(cap.key);
   }
 
   /** Gives back the recipient's own slots of an admitted claim (a total cap refused it after all). */
@@ -386,7 +396,11 @@ function isTotal(cap: ApplicableCap): boolean {
 }
 
 function totalCounter(cap: ApplicableCap): TotalCounter {
-  return { key: cap.key, limit: cap.quota as NonNullable<ApplicableCap["quota"]> };
+  return { key: cap.key, limit: quotaOf(cap) };
+}
+
+function quotaOf(cap: ApplicableCap): QuotaLimit {
+  return cap.quota as QuotaLimit;
 }
 
 /** A send refused by a total cap: it has no slot left for anyone. */

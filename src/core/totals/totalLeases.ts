@@ -43,6 +43,49 @@ const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStart
 type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
 type Spent = (answer: TotalSpend | TotalRefusal | StoreUnavailableError) => void;
 
+/**
+ * The spends of one counter that go out in one call. A burst commits
+ * thousands of slots per call, so they share one promise and one answer
+ * rather than each holding a promise of its own.
+ */
+export class SpendBatch {
+  size = 0;
+  readonly done: Promise<void>;
+  private accepted = 0;
+  private spend: TotalSpend | undefined;
+  private refusal: TotalRefusal | undefined;
+  private failure: StoreUnavailableError | undefined;
+  private resolve: () => void = () => undefined;
+
+  constructor() {
+    this.done = new Promise((resolve) => { this.resolve = resolve; });
+  }
+
+  /** The answer of the spend committed at `index` (once `done`). */
+  answer(index: number): TotalSpend | TotalRefusal | StoreUnavailableError {
+    if (this.failure) return this.failure;
+    return index < this.accepted ? this.spend as TotalSpend : this.refusal as TotalRefusal;
+  }
+
+  settle(accepted: number, spend: TotalSpend, refusal: TotalRefusal): void {
+    this.accepted = accepted;
+    this.spend = spend;
+    this.refusal = refusal;
+    this.resolve();
+  }
+
+  fail(failure: StoreUnavailableError): void {
+    this.failure = failure;
+    this.resolve();
+  }
+}
+
+/** A committed slot: its place in the batch that reports it. */
+export interface SpendTicket {
+  batch: SpendBatch;
+  index: number;
+}
+
 /** One total counter as this cap-config sees it: the slots it holds, and the work waiting for the next call. */
 class Lease {
   /** slots held on lease and not yet reserved by a send */
@@ -50,7 +93,8 @@ class Lease {
   /** the store holds a lease of ours (as far as we know) */
   held = false;
   readonly waiters: Waiter[] = [];
-  readonly spends: Spent[] = [];
+  /** spends committed since the last call */
+  batch: SpendBatch | undefined;
   readonly records: Spent[] = [];
   refunds: number[] = [];
   frees: number[] = [];
@@ -71,7 +115,7 @@ class Lease {
   parked = false;
 
   busy(): boolean {
-    return (this.waiters.length > 0 && !this.parked) || this.spends.length > 0 || this.records.length > 0 || this.refunds.length > 0 || this.frees.length > 0 || this.giveBack > 0;
+    return (this.waiters.length > 0 && !this.parked) || this.batch !== undefined || this.records.length > 0 || this.refunds.length > 0 || this.frees.length > 0 || this.giveBack > 0;
   }
 }
 
@@ -112,8 +156,8 @@ export class TotalLeases {
   }
 
   /** A slot of the counter for one send: at once from the lease, else after the next call brings a block. */
-  reserve(counter: TotalCounter): true | Promise<true | TotalRefusal | StoreUnavailableError> {
-    const lease = this.lease(counter);
+  reserve(key: string, limit: QuotaLimit): true | Promise<true | TotalRefusal | StoreUnavailableError> {
+    const lease = this.lease(key, limit);
     lease.lastUsed = this.now();
     if (lease.local > 0 && lease.waiters.length === 0) {
       lease.local -= 1;
@@ -127,8 +171,8 @@ export class TotalLeases {
   }
 
   /** A reserved slot that was not used (another cap refused the send): back into the lease, nothing was reported. */
-  cancel(counter: TotalCounter): void {
-    const lease = this.leases.get(counter.key);
+  cancel(key: string): void {
+    const lease = this.leases.get(key);
     if (!lease) return;
     lease.local += 1;
     this.serveWaiters(lease);
@@ -138,20 +182,19 @@ export class TotalLeases {
     }
   }
 
-  /** Reports a reserved slot as spent; resolves once the store counted it (the msg may leave then). */
-  commit(counter: TotalCounter): Promise<TotalSpend | TotalRefusal | StoreUnavailableError> {
-    const lease = this.lease(counter);
+  /** Reports a reserved slot as spent: once its batch is `done`, its answer says whether the store counted it (the msg may leave then). */
+  commit(key: string, limit: QuotaLimit): SpendTicket {
+    const lease = this.lease(key, limit);
     this.countRate(lease);
     lease.parked = false;
-    return new Promise((resolve) => {
-      lease.spends.push(resolve);
-      this.schedule(lease);
-    });
+    const batch = lease.batch ??= new SpendBatch();
+    this.schedule(lease);
+    return { batch, index: batch.size++ };
   }
 
   /** record mode: counts a send without checking. */
   record(counter: TotalCounter): Promise<TotalSpend | TotalRefusal | StoreUnavailableError> {
-    const lease = this.lease(counter);
+    const lease = this.lease(counter.key, counter.limit);
     return new Promise((resolve) => {
       lease.records.push(resolve);
       this.schedule(lease);
@@ -160,7 +203,7 @@ export class TotalLeases {
 
   /** Gives a spent slot back: into this cap-config's lease when it came from it, else to the pool. */
   refund(spend: TotalSpend): Promise<void> {
-    const lease = this.leases.get(spend.key) ?? this.lease({ key: spend.key, limit: SAVED_LIMIT });
+    const lease = this.leases.get(spend.key) ?? this.lease(spend.key, SAVED_LIMIT);
     if (spend.lease === this.leaseId) lease.refunds.push(spend.bucket);
     else lease.frees.push(spend.bucket);
     const done = new Promise<void>((resolve) => lease.settled.push(resolve));
@@ -170,7 +213,7 @@ export class TotalLeases {
 
   /** How the counter stands: the last reading when it is fresh enough, else a read (nothing is leased by it). */
   async read(counter: TotalCounter, maxAgeMs = this.options.readingMs ?? 250): Promise<TotalReading> {
-    const lease = this.lease(counter);
+    const lease = this.lease(counter.key, counter.limit);
     let reading = lease.reading;
     if (!reading || this.now() - reading.at > maxAgeMs) {
       const outcome = await this.options.access.submit(this.lane, request(counter.key, counter.limit, "", this.options.leaseMs, {}));
@@ -202,13 +245,13 @@ export class TotalLeases {
     clearTimeout(timer);
   }
 
-  private lease(counter: TotalCounter): Lease {
-    let lease = this.leases.get(counter.key);
+  private lease(key: string, limit: QuotaLimit): Lease {
+    let lease = this.leases.get(key);
     if (!lease) {
-      lease = new Lease(counter.key, counter.limit);
-      this.leases.set(counter.key, lease);
-    } else {
-      lease.limit = counter.limit;
+      lease = new Lease(key, limit);
+      this.leases.set(key, lease);
+    } else if (limit !== SAVED_LIMIT) {
+      lease.limit = limit;
     }
     return lease;
   }
@@ -245,7 +288,8 @@ export class TotalLeases {
       this.settle(lease);
       return;
     }
-    const spends = lease.spends.splice(0);
+    const batch = lease.batch;
+    lease.batch = undefined;
     const records = lease.records.splice(0);
     const refunds = lease.refunds;
     const frees = lease.frees;
@@ -260,12 +304,13 @@ export class TotalLeases {
     let outcome: QuotaOutcome;
     try {
       outcome = await this.options.access.submit(this.lane, request(lease.key, lease.limit, this.leaseId, this.options.leaseMs, {
-        spend: spends.length, record: records.length, refunds, frees, giveBack, want,
+        spend: batch?.size ?? 0, record: records.length, refunds, frees, giveBack, want,
       }));
     } catch (err) {
       lease.inFlight = false;
       const failure = err instanceof StoreUnavailableError ? err : new StoreUnavailableError("error", (err as Error).message);
-      for (const spent of [...spends, ...records]) spent(failure);
+      batch?.fail(failure);
+      for (const recorded of records) recorded(failure);
       for (const waiter of lease.waiters.splice(0)) waiter(failure);
       // slots handed back or refunded that did not land: the lease lapses and gives them back in the store
       this.settle(lease);
@@ -277,10 +322,10 @@ export class TotalLeases {
     lease.local += outcome.granted + outcome.refunded;
     lease.held = outcome.held > 0;
     lease.reading = { ...outcome, at: this.now() };
-    spends.forEach((spent, i) => spent(i < outcome.accepted
-      ? { key: lease.key, lease: this.leaseId, bucket: outcome.bucket }
-      : refusal(outcome)));
-    for (const recorded of records) recorded({ key: lease.key, lease: this.leaseId, bucket: outcome.bucket });
+    // every spend of the batch landed in the same bucket: they share one answer
+    const spend: TotalSpend = { key: lease.key, lease: this.leaseId, bucket: outcome.bucket };
+    batch?.settle(outcome.accepted, spend, refusal(outcome));
+    for (const recorded of records) recorded(spend);
     this.serveWaiters(lease);
     lease.parked = false;
     if (lease.waiters.length > 0 && outcome.granted === 0) {
