@@ -6,7 +6,7 @@ import type { Send } from "./send";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
 import type { Candidate } from "./candidates";
-import type { ClaimOutcome, ClaimRequest, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
 import { TotalLeases, type SpendTicket, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
 import type { QuotaLimit } from "./totals/quotaStep";
@@ -230,8 +230,14 @@ export class CapEngine {
    * total slots are reported spent before the msg may leave.
    */
   private async claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
-    const totals = caps.every(isTotal) ? caps : caps.filter(isTotal);
-    const own = totals === caps ? [] : caps.filter((c) => !isTotal(c));
+    let own: ApplicableCap[] = NO_CAPS;
+    let totals = caps;
+    for (const cap of caps) {
+      if (isTotal(cap)) continue;
+      own = caps.filter((c) => !isTotal(c));
+      totals = caps.filter(isTotal);
+      break;
+    }
     const reserved: ApplicableCap[] = [];
     let shadowTotals: ShadowRefusal[] | undefined;
     for (const cap of totals) {
@@ -257,7 +263,9 @@ export class CapEngine {
       this.cancel(reserved);
       return decision;
     }
-    const tickets = reserved.map((cap) => this.totals.commit(cap.key, quotaOf(cap)));
+    // committed together, so one call reports them all; then each is read from its batch
+    const tickets: SpendTicket[] = [];
+    for (const cap of reserved) tickets.push(this.totals.commit(cap.key, quotaOf(cap)));
     const taken: TotalTaken[] = [];
     let refused: CapDecision | undefined;
     let failed: StoreUnavailableError | undefined;
@@ -277,11 +285,13 @@ export class CapEngine {
       if (refused) return refused;
       return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failed) };
     }
-    const shadow = shadowTotals ? { shadowTotals } : {};
+    if (decision && decision.kind !== "allowed") return decision;
     // no counter of the recipient's own: nothing to claim there, so no attempt token is drawn
-    if (!decision) return { kind: "allowed", caps: own, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt: { member: send.messageId, token: 0 }, totals: taken, ...shadow };
-    if (decision.kind !== "allowed") return decision;
-    return { ...decision, totals: taken, ...shadow };
+    const allowed: Extract<CapDecision, { kind: "allowed" }> = decision
+      ? { ...decision, totals: taken }
+      : { kind: "allowed", caps: own, outcome: NO_COUNTERS, attempt: { member: send.messageId, token: 0 }, totals: taken };
+    if (shadowTotals) allowed.shadowTotals = shadowTotals;
+    return allowed;
   }
 
   private cancel(reserved: readonly ApplicableCap[]): void {
@@ -390,6 +400,10 @@ function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading):
     retry_after_seconds: remaining > 0 ? 0 : null,
   };
 }
+
+const NO_CAPS: ApplicableCap[] = [];
+/** the claim outcome of a send with no counter of the recipient's own (nothing in it is ever written to) */
+const NO_COUNTERS: ClaimOutcome = Object.freeze({ allowed: true, nowMs: 0, counters: Object.freeze([]) as unknown as CounterOutcome[] }) as ClaimOutcome;
 
 function isTotal(cap: ApplicableCap): boolean {
   return cap.quota !== undefined;
