@@ -1,5 +1,5 @@
 import type { ApplicableCap } from "./applicableCaps";
-import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal } from "./capEngine";
+import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal, type TotalTaken } from "./capEngine";
 import type { StoreUnavailableError } from "./errors";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
 
@@ -118,6 +118,11 @@ function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], attempt: 
   };
 }
 
+/** The slot a send took in a total cap, to be given back by `release` or a later refusal. */
+function totalClaim(ctx: CapGateContext, { cap, spend }: TotalTaken, member: string, at: string): AdmissionClaim {
+  return { gate: ctx.gate, kind: "total", config: ctx.configId, store: ctx.storeKind, member, key: spend.key, lease: spend.lease, bucket: spend.bucket, cap_ids: [cap.rule.id], at };
+}
+
 /** A store failure's reason on the msg: the send queue was full, or the store failed. */
 export function failReason(error: StoreUnavailableError): "overloaded" | "fail_open" {
   return error.kind === "overloaded" ? "overloaded" : "fail_open";
@@ -136,6 +141,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       if (decision.kind === "fail_open" && decision.caps && decision.attempt && decision.caps.length > 0) {
         claims.push(capClaim(ctx, decision.caps, decision.attempt, at));
       }
+      if (decision.kind === "fail_open") for (const taken of decision.totals ?? []) claims.push(totalClaim(ctx, taken, decision.attempt?.member ?? "", at));
       const reason = decision.kind === "exempt" ? "exempt" : failReason(decision.error);
       trail.push({ gate: ctx.gate, status: "allowed", reason, at });
       return { status: "allowed", reason, ...base };
@@ -154,9 +160,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
         const left = Math.max(0, c.max - (outcome.counters[i]?.count ?? 0));
         remaining = remaining === undefined ? left : Math.min(remaining, left);
       });
-      for (const { cap, spend } of decision.totals ?? []) {
-        claims.push({ gate: ctx.gate, kind: "total", config: ctx.configId, store: ctx.storeKind, member: decision.attempt.member, key: spend.key, lease: spend.lease, bucket: spend.bucket, cap_ids: [cap.rule.id], at });
-      }
+      for (const taken of decision.totals ?? []) claims.push(totalClaim(ctx, taken, decision.attempt.member, at));
       const shadow = [...shadowRefusals(caps, outcome), ...(decision.shadowTotals ?? [])];
       return { status: "allowed", ...base, ...(remaining !== undefined ? { remaining } : {}), ...(shadow.length > 0 ? { shadow } : {}) };
     }

@@ -47,7 +47,7 @@ export type CapDecision =
   | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; attempt: ClaimAttempt; totals?: TotalTaken[]; shadowTotals?: ShadowRefusal[] }
   | { kind: "capped"; blocking: BlockingCap[]; retryAfterMs: number | null }
   /** caps and attempt are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
-  | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt };
+  | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt; totals?: TotalTaken[] };
 
 /** A slot a send took in a total cap. */
 export interface TotalTaken {
@@ -285,6 +285,8 @@ export class CapEngine {
       if (refused) return refused;
       return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failed) };
     }
+    // the recipient's store failed open: the msg leaves, so the total slots it took stay spent, and on the msg to be given back
+    if (decision?.kind === "fail_open") return taken.length > 0 ? { ...decision, totals: taken } : decision;
     if (decision && decision.kind !== "allowed") return decision;
     // no counter of the recipient's own: nothing to claim there, so no attempt token is drawn
     const allowed: Extract<CapDecision, { kind: "allowed" }> = decision
