@@ -5,11 +5,23 @@ import { exampleNames, readExample, type FlowNode } from "./exampleFlow";
  * What every file of examples/ must be so that importing it next to what is
  * already deployed (and next to the other examples) collides with nothing:
  * one tab of its own, ids unique across every file, HTTP routes unique, its
- * steps on the canvas, nothing firing by itself, no store to install.
+ * steps on the canvas (numbered, beside where a person starts each), nothing
+ * firing by itself, no store to install.
  */
 const files = exampleNames().map((name) => ({ name, flow: readExample(name) }));
 
 const isFlowNode = (n: FlowNode) => n.type !== "tab" && typeof n.x === "number";
+
+/** Where a person starts each step: a button to press, a URL to call, a topic to publish to. */
+const ENTRY_TYPES = new Set(["inject", "http in", "mqtt in"]);
+/** How far above its entry point a step's comment may stand: two continuation lines. */
+const STEP_REACH = 80;
+
+/** A node's step number: its name begins with ① … ⑳ (a step comment, or an inject named after its step). */
+function stepNumber(n: FlowNode): number | undefined {
+  const first = typeof n.name === "string" ? n.name.trimStart().codePointAt(0) : undefined;
+  return first !== undefined && first >= 0x2460 && first <= 0x2473 ? first - 0x245f : undefined;
+}
 
 describe("examples/: every file", () => {
   it("is found", () => {
@@ -69,6 +81,20 @@ describe("examples/: every file", () => {
       assert.ok(flow.some((n) => n.type === "comment" && isFlowNode(n) && String(n.name).trim() !== ""), `${name}: no comment on the canvas`);
       for (const n of flow.filter((f) => f.type === "inject")) {
         assert.ok(n.once !== true && !n.repeat && !n.crontab, `${name}: inject "${n.name}" fires by itself`);
+      }
+    }
+  });
+
+  it("numbers its steps ①, ②, … on the canvas, one on the row of every inject and HTTP or MQTT entry point or just above it", () => {
+    for (const { name, flow } of files) {
+      const steps = flow.filter((n) => isFlowNode(n) && stepNumber(n) !== undefined);
+      const numbers = [...new Set(steps.map((n) => stepNumber(n) as number))].sort((a, b) => a - b);
+      assert.ok(numbers.length > 0, `${name}: no numbered step on the canvas`);
+      assert.deepEqual(numbers, numbers.map((_, i) => i + 1), `${name}: steps ${numbers.join(", ")}`);
+      for (const entry of flow.filter((n) => ENTRY_TYPES.has(n.type))) {
+        const y = entry.y as number;
+        const step = steps.find((s) => (s.y as number) <= y && y - (s.y as number) <= STEP_REACH);
+        assert.ok(step, `${name}: no numbered step on the row of ${entry.type} "${entry.name || String(entry.url ?? entry.topic ?? entry.id)}" or up to ${STEP_REACH} px above it`);
       }
     }
   });
