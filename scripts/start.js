@@ -10,22 +10,22 @@
  * - the package is loaded in place through Node-RED's `nodesDir` setting, which
  *   accepts the directory of a Node-RED module: edits show after a rebuild and
  *   a restart, with no npm install, no symlink and no copy;
- * - `demo/flows.json` becomes the flow file when there is none yet; after that
- *   the flows you deploy are kept. It is not in `examples/` (Node-RED lists
- *   every file there under Import → Examples): its tab, ids and cap-config are
- *   its own, so any example can be imported beside it without a clash;
+ * - when there is no flow file yet, it gets the demo flow: the example
+ *   `examples/frequency-cap-demo.json` on a tab, with ids and a cap-config of
+ *   its own (scripts/demoFlow.js), so any example, that one included, can be
+ *   imported beside it without a clash; after that the flows you deploy are kept;
  * - `PORT` changes the port, `HOST` the address (default 127.0.0.1: the editor
  *   has no login, so it is not exposed to the network unless you ask).
  */
 const fs = require("fs");
 const path = require("path");
 const { spawn, spawnSync } = require("child_process");
+const { seedFlowFile } = require("./demoFlow");
 
 const root = path.resolve(__dirname, "..");
 const userDir = process.env.SENDGATE_USER_DIR ? path.resolve(process.env.SENDGATE_USER_DIR) : path.join(root, ".node-red-user");
 const flowFile = path.join(userDir, "flows.json");
 const settingsFile = path.join(userDir, "start-settings.js");
-const demoFlow = path.join(root, "demo", "flows.json");
 const buildStamp = path.join(root, "dist", ".built");
 const editorBundle = path.join(root, "resources", "sendgate-editor.js");
 /** what the build reads: a change to any of them makes the next start rebuild */
@@ -95,9 +95,8 @@ function main() {
 
     fs.mkdirSync(userDir, { recursive: true });
     writeSettings(uiHost, uiPort);
-    if (!fs.existsSync(flowFile)) {
-        fs.copyFileSync(demoFlow, flowFile);
-        console.log(`start: loaded the demo flow into ${path.relative(root, flowFile)}`);
+    if (seedFlowFile(flowFile)) {
+        console.log(`start: loaded the demo flow (examples/frequency-cap-demo.json on a tab of its own) into ${path.relative(root, flowFile)}`);
     } else {
         console.log(`start: keeping the flows in ${path.relative(root, flowFile)} (delete it to get the demo flow back)`);
     }

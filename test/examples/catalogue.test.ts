@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../support/nodeRedProcess";
-import { exampleNames, type FlowNode } from "./exampleFlow";
+import { demoScript, exampleNames, type FlowNode } from "./exampleFlow";
 
 /**
  * Every file of examples/ (whatever files are there), as Node-RED lists them
@@ -42,7 +42,11 @@ function parse(path: string): FlowNode[] {
 }
 
 const exampleFiles = exampleNames();
-const DEMO = "demo/flows.json";
+
+/** Every example file, and the demo scripts/demoFlow.js makes for `npm start`, by name. */
+function catalogue(): { name: string; flow: FlowNode[] }[] {
+  return [...exampleFiles.map((f) => ({ name: `examples/${f}`, flow: parse(`examples/${f}`) })), { name: "the npm start demo", flow: demoScript.demoFlow() }];
+}
 
 describe("examples/: the catalogue", () => {
   it("holds flow files only (Node-RED lists every file of examples/)", () => {
@@ -87,29 +91,29 @@ describe("examples/: the catalogue", () => {
 
   it("gives every node an id of its own across all the examples and the demo, so none clashes when imported beside another", () => {
     const owner = new Map<string, string>();
-    for (const path of [...exampleFiles.map((f) => `examples/${f}`), DEMO]) {
-      for (const node of parse(path)) {
+    for (const { name, flow } of catalogue()) {
+      for (const node of flow) {
         const other = owner.get(node.id);
-        assert.equal(other, undefined, `id ${node.id} (${node.type} in ${path}) is also in ${other}`);
-        owner.set(node.id, path);
+        assert.equal(other, undefined, `id ${node.id} (${node.type} in ${name}) is also in ${other}`);
+        owner.set(node.id, name);
       }
     }
   });
 
   it("gives every tab a label of its own, the demo's included", () => {
-    const labels = [...exampleFiles.map((f) => `examples/${f}`), DEMO].flatMap((path) => parse(path).filter((n) => n.type === "tab").map((t) => String(t.label)));
+    const labels = catalogue().flatMap(({ flow }) => flow.filter((n) => n.type === "tab").map((t) => String(t.label)));
     assert.deepEqual(labels.filter((l, i) => labels.indexOf(l) !== i), []);
   });
 
   it("serves each HTTP path from one example only (and not from the demo)", () => {
     const owner = new Map<string, string>();
-    for (const path of [...exampleFiles.map((f) => `examples/${f}`), DEMO]) {
-      for (const node of parse(path).filter((n) => n.type === "http in")) {
+    for (const { name, flow } of catalogue()) {
+      for (const node of flow.filter((n) => n.type === "http in")) {
         // Node-RED serves "send" as "/send", and matches paths without regard to case or a trailing slash
         const url = `/${String(node.url).replace(/^\/+|\/+$/g, "")}`.toLowerCase();
         const other = owner.get(url);
-        assert.equal(other, undefined, `${path} and ${other} both serve ${url}`);
-        owner.set(url, path);
+        assert.equal(other, undefined, `${name} and ${other} both serve ${url}`);
+        owner.set(url, name);
       }
     }
   });

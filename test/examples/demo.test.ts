@@ -1,21 +1,94 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EditorComms } from "../support/editorComms";
 import { helper } from "../support/nodeRed";
 import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
 import { admissionOf, ExampleRun, flowFile, type FlowNode } from "../support/exampleRun";
+import { demoScript } from "./exampleFlow";
 
 /**
- * demo/flows.json, the flow `npm start` deploys (scripts/start.js): what it
- * shows, and that every example of examples/ can be imported beside it.
+ * The flow `npm start` deploys into a new flow file (scripts/start.js), made
+ * by scripts/demoFlow.js from examples/frequency-cap-demo.json: that example
+ * with ids of its own, what it shows, and that every example of examples/ can
+ * be imported beside it.
  */
-const demo = flowFile("demo", "flows.json");
+const example = flowFile("examples", "frequency-cap-demo.json");
+const demo = demoScript.demoFlow();
 const examples = readdirSync(join(ROOT, "examples")).filter((f) => f.endsWith(".json")).sort();
 
-describe("demo/flows.json (npm start)", function () {
+/** The demo with its own ids, tab label and names taken back to the example's: what must equal the example. */
+function undo(flow: readonly FlowNode[]): unknown {
+  const text = JSON.stringify(flow).replaceAll(`"${demoScript.ID_PREFIX}`, '"');
+  return (JSON.parse(text) as FlowNode[]).map((n) => {
+    const { label: _label, info: _info, ...rest } = n;
+    if (n.type === "tab") return rest;
+    return n.x === undefined ? { ...n, name: String(n.name).replace(/^sendgate /, "") } : n;
+  });
+}
+
+describe("the npm start demo (scripts/demoFlow.js)", function () {
   this.timeout(60_000);
+
+  describe("made from examples/frequency-cap-demo.json", () => {
+    it("is that example node for node, with the demo's ids, tab label and config names", () => {
+      const { label: _label, info: _info, ...tab } = example.find((n) => n.type === "tab") as FlowNode;
+      assert.deepEqual(undo(demo), example.map((n) => (n.type === "tab" ? tab : n)));
+      assert.deepEqual(demo.map((n) => n.id), example.map((n) => `demo-${n.id}`));
+      assert.equal(demo.find((n) => n.type === "tab")?.label, "Sendgate demo");
+      assert.match(String(demo.find((n) => n.type === "tab")?.info), /npm start/);
+      assert.equal(demo.find((n) => n.type === "cap-config")?.name, "sendgate demo caps (memory)");
+    });
+
+    it("keeps none of the example's ids, and every reference points into the demo", () => {
+      const text = JSON.stringify(demo);
+      for (const { id } of example) assert.ok(!text.includes(`"${id}"`), `${id} is still in the demo`);
+      const ids = new Set(demo.map((n) => n.id));
+      const tab = (demo.find((n) => n.type === "tab") as FlowNode).id;
+      for (const n of demo.filter((f) => typeof f.x === "number")) {
+        assert.equal(n.z, tab, `${n.id} is on the demo's tab`);
+        for (const target of ((n.wires ?? []) as string[][]).flat()) assert.ok(ids.has(target), `${n.id} wires to ${target}`);
+        if (typeof n.config === "string") assert.ok(ids.has(n.config), `${n.id}'s config ${n.config}`);
+      }
+      assert.equal(demo.filter((n) => n.type === "frequency-cap-gate" && n.config === "demo-5e1d0a6b7c3f4e02").length, 1);
+    });
+
+    it("remaps references in arrays at any depth (a catch's scope, a link's links), and leaves other strings and the example alone", () => {
+      const given: FlowNode[] = [
+        { id: "t", type: "tab", label: "x" },
+        { id: "a", type: "catch", z: "t", x: 1, y: 1, scope: ["b"], wires: [["b"], []] },
+        { id: "b", type: "link out", z: "t", x: 1, y: 1, links: ["a"], name: "a", topic: "c", wires: [] },
+      ];
+      const before = JSON.stringify(given);
+      const made = demoScript.demoFlow(given);
+      assert.deepEqual(made.map((n) => [n.id, n.z, n.scope, n.links, n.wires]), [
+        ["demo-t", undefined, undefined, undefined, undefined],
+        ["demo-a", "demo-t", ["demo-b"], undefined, [["demo-b"], []]],
+        ["demo-b", "demo-t", undefined, ["demo-a"], []],
+      ]);
+      assert.deepEqual([made[2]?.name, made[2]?.topic], ["a", "c"], "a name is text, even one equal to an id; a string that is no id stays");
+      assert.equal(JSON.stringify(given), before, "the example given is not changed");
+    });
+
+    it("is made the same every time, so a restart or a second checkout seeds the same ids", () => {
+      assert.deepEqual(demoScript.demoFlow(), demo);
+    });
+
+    it("is written by seedFlowFile into a new flow file only, never over one", () => {
+      const dir = mkdtempSync(join(tmpdir(), "sendgate-seed-"));
+      try {
+        const file = join(dir, "flows.json");
+        assert.equal(demoScript.seedFlowFile(file), true);
+        assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), demo);
+        writeFileSync(file, "[]");
+        assert.equal(demoScript.seedFlowFile(file), false);
+        assert.equal(readFileSync(file, "utf8"), "[]", "the flows deployed since are kept");
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
 
   describe("in the test helper", () => {
     before(() => helper.startServer());
@@ -62,9 +135,10 @@ describe("demo/flows.json (npm start)", function () {
       const deployed = (await (await fetch(`${red.baseUrl}/flows`)).json()) as FlowNode[];
       const ids = deployed.map((n) => n.id);
       assert.equal(new Set(ids).size, ids.length, "no id twice");
-      for (const f of ["demo/flows.json", ...examples.map((e) => `examples/${e}`)]) {
-        const missing = flowFile(...f.split("/")).filter((n) => !ids.includes(n.id));
-        assert.deepEqual(missing.map((n) => n.id), [], `${f}: nodes not deployed`);
+      const flows: [string, FlowNode[]][] = [["the demo", demo], ...examples.map((e): [string, FlowNode[]] => [`examples/${e}`, flowFile("examples", e)])];
+      for (const [name, flow] of flows) {
+        const missing = flow.filter((n) => !ids.includes(n.id));
+        assert.deepEqual(missing.map((n) => n.id), [], `${name}: nodes not deployed`);
       }
       const comms = await EditorComms.connect(red.baseUrl);
       try {

@@ -29,6 +29,22 @@ export function readExample(name: string): FlowNode[] {
   return JSON.parse(readFileSync(exampleFile(name), "utf8")) as FlowNode[];
 }
 
+/** scripts/demoFlow.js, which makes the `npm start` demo from frequency-cap-demo.json. */
+export interface DemoFlowScript {
+  /** the demo flow, made from `example` (the shipped frequency-cap-demo.json unless given) */
+  demoFlow(example?: readonly FlowNode[]): FlowNode[];
+  /** writes the demo flow to `flowFile` unless it exists; true when it wrote it */
+  seedFlowFile(flowFile: string): boolean;
+  /** the prefix of every id of the demo */
+  ID_PREFIX: string;
+  /** the demo's tab label */
+  LABEL: string;
+}
+
+/** The script itself, from the repo: it is plain JS, which the build does not copy into dist/. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const demoScript = require(join(ROOT, "scripts", "demoFlow.js")) as DemoFlowScript;
+
 /** The one node of `type` named `name`. */
 export function nodeNamed(flow: readonly FlowNode[], type: string, name: string): FlowNode {
   const found = flow.filter((n) => n.type === type && n.name === name);
