@@ -29,6 +29,17 @@ const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 
 /** What to press before the picture, per example: [inject name, times], in the order of its steps. */
 const PRESSES = {
+    "admission-chain": [
+        ["marketing SMS to alice", 1],
+        ["same body again, keys reordered", 1],
+        ["marketing SMS the provider FAILs", 1],
+        ["new marketing SMS to alice", 3],
+        ["bob texts STOP", 1],
+        ["marketing SMS to bob", 1],
+        ["bob opts back in", 1],
+        ["marketing SMS to bob", 1],
+        ["send without recipient", 1],
+    ],
     "push-governor": [
         ["P2 price-drop to alice", 3],
         ["P2 back-in-stock to alice", 2],
