@@ -45,7 +45,7 @@ describe("examples/ad-eligibility.json in a real Node-RED, sent what its steps s
 
     const first = await send(ask);
     assert.equal(first.status, 200);
-    assert.deepEqual([first.body.eligible, first.body.remaining], [{ ad1: true, ad2: true }, { ad1: 3, ad2: 3 }], "① both, 3 left each");
+    assert.deepEqual([first.body.eligible, first.body.remaining, first.body.blocked], [{ ad1: true, ad2: true }, { ad1: 3, ad2: 3 }, {}], "① both, 3 left each");
 
     const broker = await connectAsync("mqtt://127.0.0.1:1883", { clientId: `sendgate-steps-${process.pid}-${Date.now()}` });
     try {
