@@ -1,16 +1,22 @@
 -- Calls on total caps' shared counters (SPEC §4 counts "total"), many in one call, in order.
 -- src/core/totals/quotaStep.ts is the same algorithm; read it for the why.
--- KEYS[i]   the counter hash of item i: b<start> = sends counted in that time bucket,
---           l<leaseId> = "<held>,<expiresMs>", m = the limit it last saw
+-- KEYS      per item two: the counter hash (b<start> = sends counted in that time bucket,
+--           l<leaseId> = "<held>,<expiresMs>", m = the limit it last saw), and the sorted set of
+--           the spends given back (member: spend id, score: when it was spent), so each is given
+--           back once
 -- ARGV      per item, 13 values: leaseId ("" = read only), leaseMs, max, windowMs (0 = lifetime,
 --           -1 = the limit saved in field m: a give-back knows only the key), bucketMs,
---           periodStartMs (calendar; else 0), periodEndMs, spend, record, refunds ("b1,b2,..."
---           buckets given back into the lease), frees (buckets given back to the pool), giveBack, want
--- Returns { now ms, then per item 10 values: accepted, bucket, granted, refunded, lapsed (1/0),
---           held, used, leased, leases, retryAfterMs (-1 = never, -2 = a slot is free) }
+--           periodStartMs (calendar; else 0), periodEndMs, spend, record, refunds
+--           ("bucket:id:atMs,..." spent slots given back into the lease), frees (the same, given
+--           back to the pool), keep (slots the caller still holds after its spends: the lease is
+--           trimmed to it; -1 = no trim), want
+-- Returns { now ms, then per item 11 values: accepted, bucket, granted, refunded, given (per
+--           give-back, refunds then frees: "1" taken, "0" not; "" when there were none),
+--           lapsed (1/0), held, used, leased, leases, retryAfterMs (-1 = never, -2 = a slot is free) }
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local LEASE_SHARE = 4
+local GIVE_BACK_HORIZON_MS = 86400000
 
 local function fmt(n) return string.format('%.0f', n) end
 
@@ -20,17 +26,25 @@ local function numbers(packed)
   return out
 end
 
-local function step(key, a)
+local function giveBacks(packed)
+  local out = {}
+  for b, id, at in string.gmatch(packed, '([^,:]+):([^,:]+):([^,:]+)') do
+    out[#out + 1] = { bucket = tonumber(b), id = id, at = tonumber(at) }
+  end
+  return out
+end
+
+local function step(key, givenKey, a)
   local leaseId = ARGV[a + 1]
   local leaseMs, max, windowMs, bucketMs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local periodStart, periodEnd = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
   local spend, record = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9])
-  local refunds, frees = numbers(ARGV[a + 10]), numbers(ARGV[a + 11])
-  local giveBack, want = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
+  local refunds, frees = giveBacks(ARGV[a + 10]), giveBacks(ARGV[a + 11])
+  local keep, want = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
 
   if windowMs < 0 then
     local saved = redis.call('HGET', key, 'm')
-    if not saved then return { 0, 0, 0, 0, 1, 0, 0, 0, 0, -1 } end
+    if not saved then return { 0, 0, 0, 0, string.rep('0', #refunds + #frees), 1, 0, 0, 0, 0, -1 } end
     local v = numbers(saved)
     max, windowMs, bucketMs, periodStart, periodEnd = v[1], v[2], v[3], v[4], v[5]
   end
@@ -77,7 +91,8 @@ local function step(key, a)
 
   local lapsed = 0
   if own == nil then lapsed = 1 end
-  local held = own or 0
+  -- a lease never holds more than the max leaves it (the max was lowered, or another lease refilled the pool)
+  local held = math.min(own or 0, math.max(0, max - used - leased))
   local bucket = 0
   if windowMs > 0 then
     if periodStart > 0 then bucket = periodStart else bucket = math.floor(now / bucketMs) * bucketMs end
@@ -91,29 +106,41 @@ local function step(key, a)
   -- spends from the lease first; past it (a lapsed lease), only what the pool still has
   local fromLease = math.min(spend, held)
   held = held - fromLease
+  -- what came from the lease is counted before the pool is asked for the rest
+  used = used + fromLease
   local fresh = math.min(spend - fromLease, math.max(0, max - used - leased - held))
   local accepted = fromLease + fresh
-  local moved = accepted + record
-  if moved > 0 then
-    add(bucket, moved)
-    used = used + moved
+  used = used + fresh + record
+  if accepted + record > 0 then add(bucket, accepted + record) end
+  if keep >= 0 and leaseId ~= '' then held = math.min(held, keep) end
+  if #refunds + #frees > 0 then
+    redis.call('ZREMRANGEBYSCORE', givenKey, '-inf', '(' .. fmt(now - GIVE_BACK_HORIZON_MS))
   end
-  local function giveBackOne(b)
-    local n = tonumber(redis.call('HGET', key, 'b' .. fmt(b)) or '0')
-    if n <= 0 or not counts(b) then return false end
-    add(b, -1)
+  local function giveBackOne(g)
+    local n = tonumber(redis.call('HGET', key, 'b' .. fmt(g.bucket)) or '0')
+    if n <= 0 or not counts(g.bucket) or g.at < now - GIVE_BACK_HORIZON_MS then return false end
+    if redis.call('ZADD', givenKey, 'NX', g.at, g.id) == 0 then return false end
+    add(g.bucket, -1)
     used = used - 1
     return true
   end
-  local refunded = 0
-  for _, b in ipairs(refunds) do
-    if giveBackOne(b) and leaseId ~= '' then
-      held = held + 1
-      refunded = refunded + 1
+  local refunded, taken = 0, {}
+  for _, g in ipairs(refunds) do
+    if giveBackOne(g) then
+      taken[#taken + 1] = '1'
+      if leaseId ~= '' then
+        held = held + 1
+        refunded = refunded + 1
+      end
+    else
+      taken[#taken + 1] = '0'
     end
   end
-  for _, b in ipairs(frees) do giveBackOne(b) end
-  held = held - math.min(held, giveBack)
+  for _, g in ipairs(frees) do
+    if giveBackOne(g) then taken[#taken + 1] = '1' else taken[#taken + 1] = '0' end
+  end
+  local given = table.concat(taken)
+  if string.find(given, '1', 1, true) then redis.call('PEXPIRE', givenKey, GIVE_BACK_HORIZON_MS + 60000) end
   local granted = 0
   if want > 0 and leaseId ~= '' then
     local left = max - used - leased - held
@@ -148,12 +175,12 @@ local function step(key, a)
     if windowMs > 0 and periodStart > 0 then soonest = math.min(soonest, periodEnd - now) end
     if soonest == math.huge then retry = -1 else retry = math.max(0, soonest) end
   end
-  return { accepted, bucket, granted, refunded, lapsed, held, used, leased, leases, retry }
+  return { accepted, bucket, granted, refunded, given, lapsed, held, used, leased, leases, retry }
 end
 
 local out = { now }
-for i = 1, #KEYS do
-  local answer = step(KEYS[i], 13 * (i - 1))
-  for j = 1, 10 do out[#out + 1] = answer[j] end
+for i = 1, #KEYS / 2 do
+  local answer = step(KEYS[2 * i - 1], KEYS[2 * i], 13 * (i - 1))
+  for j = 1, 11 do out[#out + 1] = answer[j] end
 end
 return out

@@ -23,7 +23,7 @@ export type AdmissionClaim = {
   at: string;
 } & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] } | { kind: "dup" }
   /** a slot of a total cap's shared counter (`key`): spent from `lease`, counted in the time bucket `bucket` */
-  | { kind: "total"; lease: string; bucket: number; cap_ids: string[] });
+  | { kind: "total"; lease: string; bucket: number; spend: string; spent_ms: number; cap_ids: string[] });
 
 export interface TrailEntry {
   gate: string;
@@ -120,7 +120,7 @@ function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], attempt: 
 
 /** The slot a send took in a total cap, to be given back by `release` or a later refusal. */
 function totalClaim(ctx: CapGateContext, { cap, spend }: TotalTaken, member: string, at: string): AdmissionClaim {
-  return { gate: ctx.gate, kind: "total", config: ctx.configId, store: ctx.storeKind, member, key: spend.key, lease: spend.lease, bucket: spend.bucket, cap_ids: [cap.rule.id], at };
+  return { gate: ctx.gate, kind: "total", config: ctx.configId, store: ctx.storeKind, member, key: spend.key, lease: spend.lease, bucket: spend.bucket, spend: spend.id, spent_ms: spend.atMs, cap_ids: [cap.rule.id], at };
 }
 
 /** A store failure's reason on the msg: the send queue was full, or the store failed. */

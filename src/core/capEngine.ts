@@ -258,7 +258,14 @@ export class CapEngine {
       this.cancel(reserved);
       return totalRefusal(cap, answer);
     }
-    const decision = own.length === 0 ? undefined : await this.claimCounters(send, own);
+    let decision: CapDecision | undefined;
+    try {
+      decision = own.length === 0 ? undefined : await this.claimCounters(send, own);
+    } catch (closed) {
+      // fail mode closed: the msg goes to Catch, so the total slots it reserved go back
+      this.cancel(reserved);
+      throw closed;
+    }
     if (decision?.kind === "capped") {
       this.cancel(reserved);
       return decision;
@@ -275,15 +282,24 @@ export class CapEngine {
       const spend = batch.answer(index);
       const cap = reserved[i] as ApplicableCap;
       if (spend instanceof StoreUnavailableError) failed ??= spend;
+      // a shadow total never refuses, not even when its lease lapsed and the pool ran dry
+      else if ("kind" in spend && isShadow(cap.rule)) (shadowTotals ??= []).push({ cap_id: cap.rule.id, count: spend.used + spend.leased, max: cap.max });
       else if ("kind" in spend) refused ??= totalRefusal(cap, spend);
       else taken.push({ cap, spend });
     }
-    if (refused || failed) {
-      // the lease lapsed and the pool was empty, or the store failed: the send may not count as admitted
-      await Promise.all(taken.map((t) => this.totals.refund(t.spend)));
-      if (decision?.kind === "allowed") await this.releaseOwn(decision);
+    if (refused || (failed && this.options.access.failMode === "closed")) {
+      // the lease lapsed and the pool was empty (or, closed, the store failed): the send is not admitted, so it keeps nothing
+      await Promise.all(taken.map((t) => this.totals.refund(t.spend).catch(() => false)));
+      if (decision) await this.releaseOwn(decision);
       if (refused) return refused;
-      return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failed) };
+      throw this.options.access.failed(send.org, send.channel, failed);
+    }
+    if (failed) {
+      // fail mode open: the msg leaves, so every slot it took stays taken and stays on the msg to be given back
+      const error = this.options.access.failed(send.org, send.channel, failed);
+      if (decision?.kind === "allowed") return { kind: "fail_open", error, caps: decision.caps, attempt: decision.attempt, totals: taken };
+      if (decision?.kind === "fail_open") return { ...decision, totals: taken };
+      return { kind: "fail_open", error, totals: taken };
     }
     // the recipient's store failed open: the msg leaves, so the total slots it took stay spent, and on the msg to be given back
     if (decision?.kind === "fail_open") return taken.length > 0 ? { ...decision, totals: taken } : decision;
@@ -300,12 +316,22 @@ export class CapEngine {
     for (const cap of reserved) this.totals.cancel(cap.key);
   }
 
-  /** Gives back the recipient's own slots of an admitted claim (a total cap refused it after all). */
-  private async releaseOwn(decision: Extract<CapDecision, { kind: "allowed" }>): Promise<void> {
-    const taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false && decision.outcome.counters[i]?.wouldRefuse !== true);
+  /** Gives back the recipient's own slots of a claim a total cap refused after all (an admitted one, or one that timed out and may have landed). */
+  private async releaseOwn(decision: CapDecision): Promise<void> {
+    let taken: ApplicableCap[];
+    let attempt: ClaimAttempt;
+    if (decision.kind === "allowed") {
+      taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false && decision.outcome.counters[i]?.wouldRefuse !== true);
+      attempt = decision.attempt;
+    } else if (decision.kind === "fail_open" && decision.caps && decision.attempt) {
+      taken = decision.caps;
+      attempt = decision.attempt;
+    } else {
+      return;
+    }
     const key = taken[0]?.key;
     if (key === undefined) return;
-    await this.options.access.submit(this.releases, { kind: "cap", key, member: decision.attempt.member, token: decision.attempt.token, fields: taken.map((c) => c.field) }).catch(() => undefined);
+    await this.options.access.submit(this.releases, { kind: "cap", key, member: attempt.member, token: attempt.token, fields: taken.map((c) => c.field) }).catch(() => undefined);
   }
 
   /**

@@ -13,6 +13,10 @@ export interface ClaimOwner {
   recipientToken: string;
 }
 
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
 function isToken(value: unknown): value is number {
   return Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 65535;
 }
@@ -34,8 +38,9 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | T
     return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[] };
   }
   if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) return { kind: "mark", key: c.key, member: c.member };
-  if (c.kind === "total" && c.key.startsWith(totalKeyBase(owner.keyPrefix, owner.org)) && typeof c.lease === "string" && Number.isSafeInteger(c.bucket) && (c.bucket as number) >= 0) {
-    return { kind: "total", spend: { key: c.key, lease: c.lease, bucket: c.bucket as number } };
+  if (c.kind === "total" && c.key.startsWith(totalKeyBase(owner.keyPrefix, owner.org)) && typeof c.lease === "string" && isCount(c.bucket)
+    && typeof c.spend === "string" && /^[0-9a-f]+\.\d+\.\d+$/.test(c.spend) && isCount(c.spent_ms)) {
+    return { kind: "total", spend: { key: c.key, lease: c.lease, bucket: c.bucket, id: c.spend, atMs: c.spent_ms } };
   }
   return undefined;
 }
@@ -51,7 +56,7 @@ export interface TotalRelease {
  * own batched release. Returns how many entries were still held, and the
  * claims refused as not this msg's (the caller warns about them).
  */
-export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<void>): Promise<{ given: number; refused: AdmissionClaim[] }> {
+export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
   const requests: ReleaseRequest[] = [];
   const totals: TotalSpend[] = [];
@@ -61,9 +66,9 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
     else if (request.kind === "total") totals.push(request.spend);
     else requests.push(request);
   }
-  const [given] = await Promise.all([
+  const [given, totalGiven] = await Promise.all([
     Promise.all(requests.map((request) => access.submit(lane, request))),
     Promise.all(totals.map(refundTotal)),
   ]);
-  return { given: given.reduce((sum, n) => sum + n, 0) + totals.length, refused };
+  return { given: given.reduce((sum, n) => sum + n, 0) + totalGiven.filter(Boolean).length, refused };
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
 import type { AdmissionStore, Settled } from "../../src/core/stores/admissionStore";
 import { totalCounterKey } from "../../src/core/keys";
-import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
+import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
 import { sleep, uniquePrefix } from "../support/redis";
 
 function answered<T>(result: Settled<T> | undefined): T {
@@ -22,7 +22,7 @@ export function quotaConformance(label: string, open: () => Promise<AdmissionSto
     let store: AdmissionStore;
     let key: string;
     const call = async (leaseId: string, work: Partial<QuotaRequest>, limit: QuotaLimit = LIFETIME): Promise<QuotaOutcome> => answered((await store.quota([{
-      key, leaseId, leaseMs: 10_000, ...limit, spend: 0, record: 0, refunds: [], frees: [], giveBack: 0, want: 0, ...work,
+      key, leaseId, leaseMs: 10_000, ...limit, spend: 0, record: 0, refunds: [], frees: [], keep: -1, want: 0, ...work,
     }]))[0]);
 
     beforeEach(async () => {
@@ -73,26 +73,37 @@ export function quotaConformance(label: string, open: () => Promise<AdmissionSto
       assert.equal(again.accepted, 1, "and its late spend is taken from the pool");
     });
 
-    it("gives back: unused slots to the pool, refunds into the lease, frees to the pool; a bucket no longer counted gives nothing", async () => {
+    it("gives back: a lease trimmed to what its holder keeps, refunds into the lease, frees to the pool, each spend once; a bucket no longer counted gives nothing", async () => {
       await call("A", { want: 40 });
       const spent = await call("A", { spend: 4 });
-      const back = await call("A", { refunds: [spent.bucket, spent.bucket], frees: [spent.bucket], giveBack: 10 });
-      assert.deepEqual([back.refunded, back.used, back.held], [2, 1, 25 - 4 + 2 - 10]);
-      const empty = await call("A", { frees: [spent.bucket, spent.bucket] });
-      assert.equal(empty.used, 0, "a bucket never goes below zero");
-      const nothing = await call("A", { refunds: [12345] });
-      assert.equal(nothing.refunded, 0);
+      const back = (id: string): GiveBack => ({ bucket: spent.bucket, id, atMs: spent.nowMs });
+      const given = await call("A", { refunds: [back("s1"), back("s2"), back("s1")], frees: [back("s3")], keep: 11 });
+      assert.deepEqual([given.given, given.refunded, given.used, given.held], ["1101", 2, 1, 11 + 2]);
+      const twice = await call("B", { frees: [back("s3"), back("s4"), back("s4")] });
+      assert.deepEqual([twice.given, twice.used], ["010", 0], "a spend given back once only, and a bucket never below zero");
+      const gone = await call("A", { refunds: [{ bucket: 12345, id: "old", atMs: spent.nowMs }] });
+      assert.deepEqual([gone.given, gone.refunded], ["0", 0]);
+      const stale = await call("A", { spend: 1 });
+      const tooOld = await call("B", { frees: [{ bucket: stale.bucket, id: "stale", atMs: stale.nowMs - 2 * 86_400_000 }] });
+      assert.deepEqual([tooOld.given, tooOld.used], ["0", 1], "a give-back older than a day is refused");
+    });
+
+    it("a lease holds no more than a lowered max leaves it", async () => {
+      const wide = { ...LIFETIME, max: 1000 };
+      assert.equal((await call("A", { want: 1000 }, wide)).granted, 250);
+      const narrow = await call("A", { spend: 250 }, { ...LIFETIME, max: 100 });
+      assert.deepEqual([narrow.accepted, narrow.used], [100, 100], "never past the max, not even by the slots the lease held");
     });
 
     it("record mode counts past max; a give-back by key alone uses the limit the counter saved", async () => {
       const recorded = await call("", { record: 150 });
       assert.equal(recorded.used, 150);
       assert.equal(recorded.retryAfterMs, null, "a lifetime total over its max never frees");
-      const byKey = await call("", { frees: [recorded.bucket] }, { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 });
+      const byKey = await call("", { frees: [{ bucket: recorded.bucket, id: "r1", atMs: recorded.nowMs }] }, { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 });
       assert.equal(byKey.used, 149);
       const unknown = totalCounterKey(uniquePrefix("quota"), "acme", "none", []);
-      const none = answered((await store.quota([{ key: unknown, leaseId: "A", leaseMs: 10_000, max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0, spend: 0, record: 0, refunds: [0], frees: [], giveBack: 0, want: 0 }]))[0]);
-      assert.deepEqual([none.used, none.refunded, none.held], [0, 0, 0]);
+      const none = answered((await store.quota([{ key: unknown, leaseId: "A", leaseMs: 10_000, max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0, spend: 0, record: 0, refunds: [{ bucket: 0, id: "x", atMs: Date.now() }], frees: [], keep: -1, want: 0 }]))[0]);
+      assert.deepEqual([none.used, none.refunded, none.held, none.given], [0, 0, 0, "0"]);
     });
 
     it("a rolling total frees a slot between one window and one bucket after it was counted, never earlier", async () => {

@@ -87,6 +87,8 @@ export class MemoryStore implements AdmissionStore {
   private readonly ceilings = new Map<string, { tat: number; expiresAt: number }>();
   /** total caps' counters: the fields of lua/quota.lua; expiresAt null = lifetime */
   private readonly quotas = new Map<string, { fields: Map<string, string>; expiresAt: number | null }>();
+  /** per total counter, the spends given back (id -> when spent), each given back once */
+  private readonly givenBacks = new Map<string, Map<string, number>>();
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
 
@@ -140,7 +142,13 @@ export class MemoryStore implements AdmissionStore {
       let hash = this.quotas.get(r.key);
       if (hash && hash.expiresAt !== null && hash.expiresAt <= now) hash = undefined;
       const fields = hash?.fields ?? new Map<string, string>();
-      const outcome = quotaStep(fields, r, now);
+      let givenBack = this.givenBacks.get(r.key);
+      if (!givenBack) {
+        givenBack = new Map();
+        this.givenBacks.set(r.key, givenBack);
+      }
+      const outcome = quotaStep(fields, r, now, givenBack);
+      if (givenBack.size === 0) this.givenBacks.delete(r.key);
       const limit = savedLimit(fields);
       if (!limit) {
         this.quotas.delete(r.key);

@@ -8,7 +8,7 @@ import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
 import { clusterSeeds, quitRedis } from "./redisConnection";
 import { bySlot } from "./slotGroups";
-import type { QuotaOutcome, QuotaRequest } from "../totals/quotaStep";
+import type { GiveBack, QuotaOutcome, QuotaRequest } from "../totals/quotaStep";
 import { StoreUnavailableError } from "../errors";
 import { asStoreFailure } from "../storeFaults";
 
@@ -235,21 +235,26 @@ const gcraRefundBatch: ScriptBatch<ThroughputRefund, number> = {
   read: (reply, items) => items.map((_, i) => Number(reply[1 + i])),
 };
 
+function packGiveBacks(list: readonly GiveBack[]): string {
+  return list.map((g) => `${g.bucket}:${g.id}:${g.atMs}`).join(",");
+}
+
 const quotaBatch: ScriptBatch<QuotaRequest, QuotaOutcome> = {
   call: "sendgateQuota",
-  keysOf: (r) => [r.key],
+  // the counter and the set of its spends given back share the counter's hash tag (one slot)
+  keysOf: (r) => [r.key, `${r.key}:r`],
   argsOf: (items) => items.flatMap((r) => [
     r.leaseId, r.leaseMs, r.max, r.windowMs, r.bucketMs, r.periodStartMs, r.periodEndMs,
-    r.spend, r.record, r.refunds.join(","), r.frees.join(","), r.giveBack, r.want,
+    r.spend, r.record, packGiveBacks(r.refunds), packGiveBacks(r.frees), r.keep, r.want,
   ]),
   read: (reply, items) => {
     const nowMs = Number(reply[0]);
     return items.map((_, i) => {
-      const v = (j: number): number => Number(reply[1 + 10 * i + j]);
-      const retry = v(9);
+      const v = (j: number): number => Number(reply[1 + 11 * i + j]);
+      const retry = v(10);
       return {
-        nowMs, accepted: v(0), bucket: v(1), granted: v(2), refunded: v(3), lapsed: v(4) === 1,
-        held: v(5), used: v(6), leased: v(7), leases: v(8), retryAfterMs: retry >= 0 ? retry : null,
+        nowMs, accepted: v(0), bucket: v(1), granted: v(2), refunded: v(3), given: String(reply[1 + 11 * i + 4] ?? ""), lapsed: v(5) === 1,
+        held: v(6), used: v(7), leased: v(8), leases: v(9), retryAfterMs: retry >= 0 ? retry : null,
       };
     });
   },

@@ -42,15 +42,32 @@ export interface QuotaRequest extends QuotaLimit {
   spend: number;
   /** sends counted without checking (record mode) */
   record: number;
-  /** buckets of spent slots given back into this lease (a refund of a send this lease admitted) */
-  refunds: readonly number[];
-  /** buckets of spent slots given back to the pool (another lease's, or one that lapsed) */
-  frees: readonly number[];
-  /** unused slots handed back to the pool */
-  giveBack: number;
+  /** spent slots given back into this lease (a refund of a send this lease admitted) */
+  refunds: readonly GiveBack[];
+  /** spent slots given back to the pool (another lease's, or one that lapsed) */
+  frees: readonly GiveBack[];
+  /**
+   * the slots the caller still holds on its lease after this call's spends
+   * (unreserved and reserved by sends in flight): the lease is trimmed to it,
+   * so slots the caller never got (an answer lost to a timeout) or handed back
+   * do not stay out; -1 = no trim
+   */
+  keep: number;
   /** more slots wanted on lease */
   want: number;
 }
+
+/** One spent slot given back: where it was counted, and its spend's identity (each is given back once). */
+export interface GiveBack {
+  bucket: number;
+  /** unique per spend: `<lease>.<batch>.<index>` */
+  id: string;
+  /** when it was spent (the store's clock) */
+  atMs: number;
+}
+
+/** A give-back older than this is refused: the ids given back are remembered this long. */
+export const GIVE_BACK_HORIZON_MS = 86_400_000;
 
 export interface QuotaOutcome {
   nowMs: number;
@@ -61,6 +78,8 @@ export interface QuotaOutcome {
   granted: number;
   /** refunds that came back into the lease (a bucket already out of the window gives nothing back) */
   refunded: number;
+  /** per give-back, refunds then frees: "1" taken, "0" not (already given back, older than a day, or out of the window) */
+  given: string;
   /** the lease was not there (it lapsed, or was never made): held slots the caller counted on are gone */
   lapsed: boolean;
   /** this lease's slots after the call */
@@ -104,9 +123,9 @@ export function savedLimit(fields: QuotaFields): QuotaLimit | undefined {
 }
 
 /** Applies one request to the counter's fields (in place) and answers it. */
-export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: number): QuotaOutcome {
+export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: number, givenBack: Map<string, number>): QuotaOutcome {
   const saved = given.windowMs < 0 ? savedLimit(fields) : given;
-  if (!saved) return { nowMs, accepted: 0, bucket: 0, granted: 0, refunded: 0, lapsed: true, held: 0, used: 0, leased: 0, leases: 0, retryAfterMs: null };
+  if (!saved) return { nowMs, accepted: 0, bucket: 0, granted: 0, refunded: 0, given: "0".repeat(given.refunds.length + given.frees.length), lapsed: true, held: 0, used: 0, leased: 0, leases: 0, retryAfterMs: null };
   const r: QuotaRequest = { ...given, ...pickLimit(saved) };
   let used = 0;
   let leased = 0;
@@ -140,7 +159,8 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
     soonest = Math.min(soonest, expires - nowMs);
   }
   const lapsed = own === undefined;
-  let held = own ?? 0;
+  // a lease never holds more than the max leaves it (the max was lowered, or another lease refilled the pool)
+  let held = Math.min(own ?? 0, Math.max(0, r.max - used - leased));
   const bucket = bucketOf(r, nowMs);
   const free = (): number => r.max - used - leased - held;
   const add = (b: number, n: number): void => {
@@ -153,30 +173,35 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
   // spends from the lease first; past it (a lapsed lease), only what the pool still has
   const fromLease = Math.min(r.spend, held);
   held -= fromLease;
+  // what came from the lease is counted before the pool is asked for the rest
+  used += fromLease;
   const fresh = Math.min(r.spend - fromLease, Math.max(0, free()));
   const accepted = fromLease + fresh;
-  const moved = accepted + r.record;
-  if (moved > 0) {
-    add(bucket, moved);
-    used += moved;
+  used += fresh + r.record;
+  if (accepted + r.record > 0) add(bucket, accepted + r.record);
+  if (r.keep >= 0 && r.leaseId !== "") held = Math.min(held, r.keep);
+  if (r.refunds.length + r.frees.length > 0) {
+    for (const [id, at] of givenBack) if (at < nowMs - GIVE_BACK_HORIZON_MS) givenBack.delete(id);
   }
-  const giveBack = (b: number): boolean => {
-    const n = Number(fields.get(`b${b}`) ?? 0);
-    if (n <= 0 || !counts(r, b, nowMs)) return false;
-    add(b, -1);
+  const giveBack = (g: GiveBack): boolean => {
+    const n = Number(fields.get(`b${g.bucket}`) ?? 0);
+    if (n <= 0 || !counts(r, g.bucket, nowMs) || g.atMs < nowMs - GIVE_BACK_HORIZON_MS || givenBack.has(g.id)) return false;
+    givenBack.set(g.id, g.atMs);
+    add(g.bucket, -1);
     used -= 1;
     return true;
   };
   let refunded = 0;
-  for (const b of r.refunds) {
-    if (!giveBack(b)) continue;
-    if (r.leaseId !== "") {
+  let takenFlags = "";
+  for (const g of r.refunds) {
+    const taken = giveBack(g);
+    takenFlags += taken ? "1" : "0";
+    if (taken && r.leaseId !== "") {
       held += 1;
       refunded += 1;
     }
   }
-  for (const b of r.frees) giveBack(b);
-  held -= Math.min(held, r.giveBack);
+  for (const g of r.frees) takenFlags += giveBack(g) ? "1" : "0";
   let granted = 0;
   if (r.want > 0 && r.leaseId !== "") {
     const left = free();
@@ -196,7 +221,7 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
     if (r.windowMs > 0 && r.periodStartMs > 0) soonest = Math.min(soonest, r.periodEndMs - nowMs);
     retryAfterMs = Number.isFinite(soonest) ? Math.max(0, soonest) : null;
   }
-  return { nowMs, accepted, bucket, granted, refunded, lapsed, held, used, leased, leases, retryAfterMs };
+  return { nowMs, accepted, bucket, granted, refunded, given: takenFlags, lapsed, held, used, leased, leases, retryAfterMs };
 }
 
 function pickLimit(l: QuotaLimit): QuotaLimit {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { StoreUnavailableError } from "../errors";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
-import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "./quotaStep";
+import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "./quotaStep";
 
 /** A total cap as one send meets it: its shared counter and limit. */
 export interface TotalCounter {
@@ -17,6 +17,10 @@ export interface TotalSpend {
   lease: string;
   /** the time bucket it was counted in */
   bucket: number;
+  /** this spend's own id (`<lease>.<batch>.<index>`): the store gives each spend back once */
+  id: string;
+  /** when it was counted (the store's clock) */
+  atMs: number;
 }
 
 /** No slot is left in a total cap: how full it is and when one may free. */
@@ -41,6 +45,12 @@ export interface TotalReading {
 const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
 
 type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
+/** a give-back waiting for its call: answered whether the store took it, or the failure */
+interface Given {
+  giveBack: GiveBack;
+  resolve: (given: boolean) => void;
+  reject: (err: StoreUnavailableError) => void;
+}
 type Spent = (answer: TotalSpend | TotalRefusal | StoreUnavailableError) => void;
 
 /**
@@ -52,22 +62,24 @@ export class SpendBatch {
   size = 0;
   readonly done: Promise<void>;
   private accepted = 0;
-  private spend: TotalSpend | undefined;
+  private spend: Omit<TotalSpend, "id"> | undefined;
   private refusal: TotalRefusal | undefined;
   private failure: StoreUnavailableError | undefined;
   private resolve: () => void = () => undefined;
 
-  constructor() {
+  constructor(private readonly id: string) {
     this.done = new Promise((resolve) => { this.resolve = resolve; });
   }
 
   /** The answer of the spend committed at `index` (once `done`). */
   answer(index: number): TotalSpend | TotalRefusal | StoreUnavailableError {
     if (this.failure) return this.failure;
-    return index < this.accepted ? this.spend as TotalSpend : this.refusal as TotalRefusal;
+    if (index >= this.accepted) return this.refusal as TotalRefusal;
+    const spend = this.spend as Omit<TotalSpend, "id">;
+    return { key: spend.key, lease: spend.lease, bucket: spend.bucket, atMs: spend.atMs, id: `${this.id}.${index}` };
   }
 
-  settle(accepted: number, spend: TotalSpend, refusal: TotalRefusal): void {
+  settle(accepted: number, spend: Omit<TotalSpend, "id">, refusal: TotalRefusal): void {
     this.accepted = accepted;
     this.spend = spend;
     this.refusal = refusal;
@@ -96,9 +108,12 @@ class Lease {
   /** spends committed since the last call */
   batch: SpendBatch | undefined;
   readonly records: Spent[] = [];
-  refunds: number[] = [];
-  frees: number[] = [];
-  giveBack = 0;
+  refunds: Given[] = [];
+  frees: Given[] = [];
+  /** slots reserved by sends that have neither committed nor cancelled them yet */
+  reserved = 0;
+  /** unreserved slots were handed back (idle, close): the next call trims the lease */
+  trim = false;
   inFlight = false;
   scheduled = false;
   lastUsed = 0;
@@ -115,7 +130,7 @@ class Lease {
   parked = false;
 
   busy(): boolean {
-    return (this.waiters.length > 0 && !this.parked) || this.batch !== undefined || this.records.length > 0 || this.refunds.length > 0 || this.frees.length > 0 || this.giveBack > 0;
+    return (this.waiters.length > 0 && !this.parked) || this.batch !== undefined || this.records.length > 0 || this.refunds.length > 0 || this.frees.length > 0 || this.trim;
   }
 }
 
@@ -146,6 +161,7 @@ export class TotalLeases {
   private readonly idleMs: number;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
+  private batches = 0;
 
   constructor(private readonly options: TotalLeasesOptions) {
     this.lane = options.access.lane("quota", (store, items) => store.quota(items), { bounded: false });
@@ -161,6 +177,7 @@ export class TotalLeases {
     lease.lastUsed = this.now();
     if (lease.local > 0 && lease.waiters.length === 0) {
       lease.local -= 1;
+      lease.reserved += 1;
       return true;
     }
     if (this.closed) return Promise.resolve(new StoreUnavailableError("not_ready", "the cap-config is closing"));
@@ -174,6 +191,7 @@ export class TotalLeases {
   cancel(key: string): void {
     const lease = this.leases.get(key);
     if (!lease) return;
+    lease.reserved = Math.max(0, lease.reserved - 1);
     lease.local += 1;
     this.serveWaiters(lease);
     if (lease.parked && lease.waiters.length > 0) {
@@ -187,7 +205,8 @@ export class TotalLeases {
     const lease = this.lease(key, limit);
     this.countRate(lease);
     lease.parked = false;
-    const batch = lease.batch ??= new SpendBatch();
+    lease.reserved = Math.max(0, lease.reserved - 1);
+    const batch = lease.batch ??= new SpendBatch(`${this.leaseId}.${this.batches++}`);
     this.schedule(lease);
     return { batch, index: batch.size++ };
   }
@@ -201,14 +220,20 @@ export class TotalLeases {
     });
   }
 
-  /** Gives a spent slot back: into this cap-config's lease when it came from it, else to the pool. */
-  refund(spend: TotalSpend): Promise<void> {
+  /**
+   * Gives a spent slot back: into this cap-config's lease when it came from
+   * it, else to the pool. Resolves whether the store took it (a spend is given
+   * back once, and not past its window or a day); rejects when the store
+   * failed, so the claim stays on the msg.
+   */
+  refund(spend: TotalSpend): Promise<boolean> {
     const lease = this.leases.get(spend.key) ?? this.lease(spend.key, SAVED_LIMIT);
-    if (spend.lease === this.leaseId) lease.refunds.push(spend.bucket);
-    else lease.frees.push(spend.bucket);
-    const done = new Promise<void>((resolve) => lease.settled.push(resolve));
-    this.schedule(lease);
-    return done;
+    return new Promise((resolve, reject) => {
+      const given = { giveBack: { bucket: spend.bucket, id: spend.id, atMs: spend.atMs }, resolve, reject };
+      if (spend.lease === this.leaseId) lease.refunds.push(given);
+      else lease.frees.push(given);
+      this.schedule(lease);
+    });
   }
 
   /** How the counter stands: the last reading when it is fresh enough, else a read (nothing is leased by it). */
@@ -232,8 +257,8 @@ export class TotalLeases {
     for (const lease of this.leases.values()) {
       for (const waiter of lease.waiters.splice(0)) waiter(new StoreUnavailableError("not_ready", "the cap-config is closing"));
       if (lease.local > 0) {
-        lease.giveBack += lease.local;
         lease.local = 0;
+        lease.trim = true;
       }
       if (lease.busy() || lease.inFlight) {
         done.push(new Promise((resolve) => lease.settled.push(resolve)));
@@ -295,24 +320,28 @@ export class TotalLeases {
     const frees = lease.frees;
     lease.refunds = [];
     lease.frees = [];
-    const giveBack = lease.giveBack;
-    lease.giveBack = 0;
+    lease.trim = false;
     const waiting = lease.waiters.length;
     const block = this.blockSize(lease);
     const want = this.closed ? 0 : waiting > lease.local ? Math.max(block, waiting - lease.local) : 0;
+    // what this cap-config still holds after the spends: slots beyond it (handed back, or granted in an answer that never came) go back to the pool
+    const keep = lease.local + lease.reserved;
     lease.inFlight = true;
     let outcome: QuotaOutcome;
     try {
       outcome = await this.options.access.submit(this.lane, request(lease.key, lease.limit, this.leaseId, this.options.leaseMs, {
-        spend: batch?.size ?? 0, record: records.length, refunds, frees, giveBack, want,
+        spend: batch?.size ?? 0, record: records.length,
+        refunds: refunds.map((g) => g.giveBack), frees: frees.map((g) => g.giveBack), keep, want,
       }));
     } catch (err) {
       lease.inFlight = false;
       const failure = err instanceof StoreUnavailableError ? err : new StoreUnavailableError("error", (err as Error).message);
       batch?.fail(failure);
       for (const recorded of records) recorded(failure);
+      for (const g of [...refunds, ...frees]) g.reject(failure);
       for (const waiter of lease.waiters.splice(0)) waiter(failure);
-      // slots handed back or refunded that did not land: the lease lapses and gives them back in the store
+      // the next call trims the lease to what this cap-config holds, whatever this one left behind
+      lease.trim = lease.held;
       this.settle(lease);
       if (lease.busy()) this.schedule(lease);
       return;
@@ -322,15 +351,15 @@ export class TotalLeases {
     lease.local += outcome.granted + outcome.refunded;
     lease.held = outcome.held > 0;
     lease.reading = { ...outcome, at: this.now() };
-    // every spend of the batch landed in the same bucket: they share one answer
-    const spend: TotalSpend = { key: lease.key, lease: this.leaseId, bucket: outcome.bucket };
-    batch?.settle(outcome.accepted, spend, refusal(outcome));
-    for (const recorded of records) recorded(spend);
+    batch?.settle(outcome.accepted, { key: lease.key, lease: this.leaseId, bucket: outcome.bucket, atMs: outcome.nowMs }, refusal(outcome));
+    for (const recorded of records) recorded({ key: lease.key, lease: this.leaseId, bucket: outcome.bucket, atMs: outcome.nowMs, id: "" });
+    // the store answers each give-back, in order: refunds first, then frees
+    [...refunds, ...frees].forEach((g, i) => g.resolve(outcome.given[i] === "1"));
     this.serveWaiters(lease);
     lease.parked = false;
-    if (lease.waiters.length > 0 && outcome.granted === 0) {
+    if (lease.waiters.length > 0 && want > 0 && outcome.granted === 0) {
       // slots of ours that sends reserved and have not committed may still come back (a cancel): wait for them
-      if (outcome.held - lease.local > 0) lease.parked = true;
+      if (lease.reserved > 0) lease.parked = true;
       else for (const waiter of lease.waiters.splice(0)) waiter(refusal(outcome));
     }
     this.settle(lease);
@@ -341,6 +370,7 @@ export class TotalLeases {
     const n = Math.min(lease.local, lease.waiters.length);
     if (n === 0) return;
     lease.local -= n;
+    lease.reserved += n;
     // one splice, not a shift per waiter: a burst parks tens of thousands here
     for (const waiter of lease.waiters.splice(0, n)) waiter(true);
   }
@@ -356,8 +386,8 @@ export class TotalLeases {
     for (const [key, lease] of this.leases) {
       if (now - lease.lastUsed < this.idleMs || lease.inFlight || lease.waiters.length > 0) continue;
       if (lease.local > 0) {
-        lease.giveBack += lease.local;
         lease.local = 0;
+        lease.trim = true;
         this.schedule(lease);
       } else if (!lease.busy() && !lease.scheduled && now - lease.lastUsed > 60_000) {
         this.leases.delete(key);
@@ -370,10 +400,10 @@ function refusal(outcome: QuotaOutcome): TotalRefusal {
   return { kind: "refused", used: outcome.used, leased: outcome.leased, retryAfterMs: outcome.retryAfterMs };
 }
 
-function request(key: string, limit: QuotaLimit, leaseId: string, leaseMs: number, work: Partial<Pick<QuotaRequest, "spend" | "record" | "refunds" | "frees" | "giveBack" | "want">>): QuotaRequest {
+function request(key: string, limit: QuotaLimit, leaseId: string, leaseMs: number, work: Partial<Pick<QuotaRequest, "spend" | "record" | "refunds" | "frees" | "keep" | "want">>): QuotaRequest {
   return {
     key, leaseId, leaseMs,
     max: limit.max, windowMs: limit.windowMs, bucketMs: limit.bucketMs, periodStartMs: limit.periodStartMs, periodEndMs: limit.periodEndMs,
-    spend: work.spend ?? 0, record: work.record ?? 0, refunds: work.refunds ?? [], frees: work.frees ?? [], giveBack: work.giveBack ?? 0, want: work.want ?? 0,
+    spend: work.spend ?? 0, record: work.record ?? 0, refunds: work.refunds ?? [], frees: work.frees ?? [], keep: work.keep ?? -1, want: work.want ?? 0,
   };
 }
