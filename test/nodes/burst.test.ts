@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { helper, reasonOf } from "../support/nodeRed";
 import { deployGateFlow, type GateFlow } from "../support/gateFlow";
-import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { dropPrefix, sleep, uniquePrefix } from "../support/redis";
+import { helperSuiteWithRedis } from "../support/helperSuite";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
 
 const RECIPIENTS = 10_000;
@@ -47,13 +48,7 @@ function assertExact(flow: GateFlow, recipients = RECIPIENTS): void {
 
 describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
   this.timeout(120_000);
-  const redis = redisClient();
-  before(() => helper.startServer());
-  after(async () => {
-    await helper.stopServer();
-    await redis.quit();
-  });
-  afterEach(() => helper.unload());
+  const redis = helperSuiteWithRedis();
 
   for (const store of ["memory", "redis"] as const) {
     it(`on the ${store} store: 10,000 allowed, 10,000 skipped, none failed open, each recipient in order`, async () => {

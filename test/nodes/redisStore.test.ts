@@ -4,18 +4,13 @@ import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { RedisStore } from "../../src/core/stores/redisStore";
 import { helper, reasonOf, warnings } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
-import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { dropPrefix, sleep, uniquePrefix } from "../support/redis";
+import { helperSuiteWithRedis } from "../support/helperSuite";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
 
 describe("frequency-cap-gate on Redis: races, failures, cluster", function () {
   this.timeout(60_000);
-  const redis = redisClient();
-  before(() => helper.startServer());
-  after(async () => {
-    await helper.stopServer();
-    await redis.quit();
-  });
-  afterEach(() => helper.unload());
+  const redis = helperSuiteWithRedis();
 
   it("admits exactly 7 of 200 concurrent sends through two cap-configs on one Redis", async () => {
     const keyPrefix = uniquePrefix("race");

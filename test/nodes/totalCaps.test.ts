@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import type { Node } from "node-red";
 import { helper, reasonOf, type Msg } from "../support/nodeRed";
 import { deployGateFlow } from "../support/gateFlow";
-import { dropPrefix, redisClient, uniquePrefix } from "../support/redis";
+import { dropPrefix, uniquePrefix } from "../support/redis";
+import { helperSuiteWithRedis } from "../support/helperSuite";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 
 const AD_TOTAL = { id: "ad-total", scope: "global", counts: "total", per: ["ad_id"], max_count: 1000, window_seconds: 1, window_type: "lifetime" };
@@ -14,13 +15,7 @@ function capIdOf(msg: Msg): unknown {
 
 describe("total caps (counts: total): an ad's budget over every recipient", function () {
   this.timeout(120_000);
-  const redis = redisClient();
-  before(() => helper.startServer());
-  after(async () => {
-    await helper.stopServer();
-    await redis.quit();
-  });
-  afterEach(() => helper.unload());
+  const redis = helperSuiteWithRedis();
 
   for (const store of ["memory", "redis"] as const) {
     it(`on the ${store} store: 5,000 msgs to 5,000 recipients in one tick, exactly 1,000 admitted`, async () => {

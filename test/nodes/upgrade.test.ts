@@ -1,17 +1,11 @@
 import assert from "node:assert/strict";
-import { helper } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
-import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { dropPrefix, sleep, uniquePrefix } from "../support/redis";
+import { helperSuiteWithRedis } from "../support/helperSuite";
 
 describe("upgrading from 0.1: counters keep counting", function () {
   this.timeout(30_000);
-  const redis = redisClient();
-  before(() => helper.startServer());
-  after(async () => {
-    await helper.stopServer();
-    await redis.quit();
-  });
-  afterEach(() => helper.unload());
+  const redis = helperSuiteWithRedis();
 
   it("moves 0.1 counters (a sorted set per recipient and cap) into the recipient's hash at start, and enforces them", async () => {
     const keyPrefix = uniquePrefix("upgrade");
