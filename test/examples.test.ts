@@ -6,7 +6,8 @@ import { gateNodes, helper, type Msg } from "./support/nodeRed";
 import { connectAsync } from "mqtt";
 import { NodeRedProcess, ROOT } from "./support/nodeRedProcess";
 import throughputGate from "../src/nodes/throughputGate";
-import { admissionOf, ExampleRun, flowFile, injectProps } from "./support/exampleRun";
+import { admissionOf, ExampleRun, injectProps } from "./support/exampleRun";
+import { readExample } from "./support/exampleFlow";
 import { clearOfBoundary, QUIET, quietRecipientAt, THREE_ZONES } from "./support/threeZones";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -161,7 +162,7 @@ describe("examples/", function () {
     afterEach(() => helper.unload());
 
     it("of aiko (Tokyo), ngozi (Lagos) and pat (Phoenix), holds exactly the one in quiet hours now until 06:00 in their zone plus at most the jitter; the skip gate skips that one", async () => {
-      const run = await ExampleRun.load(flowFile("examples", "quiet-hours.json"));
+      const run = await ExampleRun.load(readExample("quiet-hours.json"));
       const gates = run.flow.filter((n) => n.type === "quiet-hours-gate");
       assert.deepEqual(gates.map((g) => [g.disposition, g.start, g.end, g.days]), [
         ["defer", QUIET.start, QUIET.end, [0, 1, 2, 3, 4, 5, 6]],
@@ -199,7 +200,7 @@ describe("examples/", function () {
     });
 
     it("holds sam until their own quiet window ends, lets an exempt OTP through, and sends an unknown zone to the Catch", async () => {
-      const run = await ExampleRun.load(flowFile("examples", "quiet-hours.json"));
+      const run = await ExampleRun.load(readExample("quiet-hours.json"));
       // sam's window is the minute the function runs in: not the last instant of one, which the gate would judge in the next
       if (new Date().getUTCSeconds() >= 58) await new Promise((r) => setTimeout(r, 2500));
       await run.press("push to sam (quiet this minute)", { holds: 1 });

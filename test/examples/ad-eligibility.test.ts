@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { connectAsync } from "mqtt";
 import { RunningExample } from "./runningExample";
-import type { FlowNode } from "./exampleFlow";
+import type { FlowNode } from "../support/exampleFlow";
 
 /**
  * examples/ad-eligibility.json in a real Node-RED, over real HTTP and MQTT,

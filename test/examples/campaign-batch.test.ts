@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Node, NodeMessage } from "node-red";
 import { gateNodes, helper } from "../support/nodeRed";
-import { nodeNamed, onlyNode, readExample } from "./exampleFlow";
+import { nodeNamed, onlyNode, readExample } from "../support/exampleFlow";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const coreNodes = [

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../support/nodeRedProcess";
-import { demoScript, exampleNames, type FlowNode } from "./exampleFlow";
+import { demoScript, exampleNames, type FlowNode } from "../support/exampleFlow";
 
 /**
  * Every file of examples/ (whatever files are there), as Node-RED lists them

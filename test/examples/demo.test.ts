@@ -5,8 +5,9 @@ import { join } from "node:path";
 import { EditorComms } from "../support/editorComms";
 import { helper } from "../support/nodeRed";
 import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
-import { admissionOf, ExampleRun, flowFile, type FlowNode } from "../support/exampleRun";
-import { demoScript } from "./exampleFlow";
+import { admissionOf, ExampleRun } from "../support/exampleRun";
+import { readExample, type FlowNode } from "../support/exampleFlow";
+import { demoScript } from "../support/exampleFlow";
 
 /**
  * The flow `npm start` deploys into a new flow file (scripts/start.js), made
@@ -14,7 +15,7 @@ import { demoScript } from "./exampleFlow";
  * with ids of its own, what it shows, and that every example of examples/ can
  * be imported beside it.
  */
-const example = flowFile("examples", "frequency-cap-demo.json");
+const example = readExample("frequency-cap-demo.json");
 const demo = demoScript.demoFlow();
 const examples = readdirSync(join(ROOT, "examples")).filter((f) => f.endsWith(".json")).sort();
 
@@ -112,7 +113,7 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
     assert.equal(demo.filter((n) => n.type === "tab").length, 1);
     const tab = demo.find((n) => n.type === "tab") as FlowNode;
     for (const file of examples) {
-      const flow = flowFile("examples", file);
+      const flow = readExample(file);
       assert.ok(!flow.some((n) => n.id === tab.id), `${file} uses the demo's tab id`);
       assert.ok(!flow.some((n) => n.type === "tab" && n.label === tab.label), `${file} has a tab labelled "${String(tab.label)}" as the demo's`);
     }
@@ -122,7 +123,7 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
     const dir = mkdtempSync(join(tmpdir(), "sendgate-demo-"));
     const file = join(dir, "flows.json");
     // what a user has after `npm start` and importing each example from the menu (no copies: no id clashed)
-    writeFileSync(file, JSON.stringify([...demo, ...examples.flatMap((f) => flowFile("examples", f))]));
+    writeFileSync(file, JSON.stringify([...demo, ...examples.flatMap((f) => readExample(f))]));
     const red = new NodeRedProcess(file, { debugMaxLength: 100_000 });
     before(() => red.start());
     after(async () => {
@@ -135,7 +136,7 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
       const deployed = (await (await fetch(`${red.baseUrl}/flows`)).json()) as FlowNode[];
       const ids = deployed.map((n) => n.id);
       assert.equal(new Set(ids).size, ids.length, "no id twice");
-      const flows: [string, FlowNode[]][] = [["the demo", demo], ...examples.map((e): [string, FlowNode[]] => [`examples/${e}`, flowFile("examples", e)])];
+      const flows: [string, FlowNode[]][] = [["the demo", demo], ...examples.map((e): [string, FlowNode[]] => [`examples/${e}`, readExample(e)])];
       for (const [name, flow] of flows) {
         const missing = flow.filter((n) => !ids.includes(n.id));
         assert.deepEqual(missing.map((n) => n.id), [], `${name}: nodes not deployed`);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { nodeNamed, readExample } from "./exampleFlow";
+import { nodeNamed, readExample } from "../support/exampleFlow";
 import { RunningExample } from "./runningExample";
 
 /**

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { helper, type Msg } from "../support/nodeRed";
-import { admissionOf, ExampleRun, flowFile } from "../support/exampleRun";
+import { admissionOf, ExampleRun } from "../support/exampleRun";
+import { readExample } from "../support/exampleFlow";
 
 /**
  * examples/frequency-cap-demo.json as shipped, its steps pressed as its
  * comments ①–④ say, asserting on what leaves its debug nodes.
  */
-const flow = flowFile("examples", "frequency-cap-demo.json");
+const flow = readExample("frequency-cap-demo.json");
 
 const capIds = (list: Msg[]) => list.map((m) => admissionOf(m).cap_id);
 

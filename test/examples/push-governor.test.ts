@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { helper, type Msg } from "../support/nodeRed";
-import { admissionOf, ExampleRun, flowFile, injectProps } from "../support/exampleRun";
+import { admissionOf, ExampleRun, injectProps } from "../support/exampleRun";
+import { readExample } from "../support/exampleFlow";
 import { clearOfBoundary, QUIET, quietRecipientAt, THREE_ZONES } from "../support/threeZones";
 
 /**
@@ -9,7 +10,7 @@ import { clearOfBoundary, QUIET, quietRecipientAt, THREE_ZONES } from "../suppor
  * hours gate's allowed), "refused" (either gate's skipped), "held, then
  * released" (either gate's deferred), "error" (the Catch).
  */
-const flow = flowFile("examples", "push-governor.json");
+const flow = readExample("push-governor.json");
 
 const recipients = (list: Msg[]) => list.map((m) => m.recipient);
 const city = (zone: string) => zone.split("/")[1] as string;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EditorComms } from "../support/editorComms";
 import { NodeRedProcess } from "../support/nodeRedProcess";
-import { exampleFile, nodeNamed, onlyNode, readExample, type FlowNode } from "./exampleFlow";
+import { exampleFile, nodeNamed, onlyNode, readExample, type FlowNode } from "../support/exampleFlow";
 
 /** One HTTP answer: status, headers and the body as text. */
 export interface Answer {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { exampleNames, readExample, type FlowNode } from "./exampleFlow";
+import { exampleNames, readExample, type FlowNode } from "../support/exampleFlow";
 
 /**
  * What every file of examples/ must be so that importing it next to what is

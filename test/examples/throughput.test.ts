@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { helper, type Msg } from "../support/nodeRed";
-import { admissionOf, ExampleRun, flowFile } from "../support/exampleRun";
+import { admissionOf, ExampleRun } from "../support/exampleRun";
+import { readExample } from "../support/exampleFlow";
 
 /**
  * examples/throughput.json as shipped, its steps pressed one after the other
  * as its comments ①–④ say, asserting on what leaves its debug nodes and when.
  */
-const flow = flowFile("examples", "throughput.json");
+const flow = readExample("throughput.json");
 
 const reasons = (list: Msg[]) => [...new Set(list.map((m) => admissionOf(m).reason))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,12 +1,10 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Node, NodeMessage } from "node-red";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";
+import type { FlowNode } from "./exampleFlow";
 import { gateNodes, helper, type Msg } from "./nodeRed";
-import { ROOT } from "./nodeRedProcess";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const coreNodes = [
@@ -16,12 +14,6 @@ const coreNodes = [
   require("@node-red/nodes/core/common/90-comment.js"),
 ];
 
-export type FlowNode = { id: string; type: string; name?: string; z?: string; x?: number; y?: number } & Record<string, unknown>;
-
-/** A flow file of the repo (`examples/…`, `demo/…`), parsed. */
-export function flowFile(...path: string[]): FlowNode[] {
-  return JSON.parse(readFileSync(join(ROOT, ...path), "utf8")) as FlowNode[];
-}
 
 /**
  * An example flow loaded into node-red-node-test-helper exactly as shipped,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT } from "../support/nodeRedProcess";
+import { ROOT } from "./nodeRedProcess";
 
 /** A node of an example file, as the file has it. */
 export interface FlowNode {
