@@ -193,7 +193,7 @@ export class CapEngine {
       return readings.map((r) => {
         const count = Math.max(0, r.used + r.leased - r.local);
         const full = count >= r.max;
-        return { count, full, retryAfterMs: null };
+        return { count, full, retryAfterMs: full ? r.retryAfterMs : null };
       });
     } catch (err) {
       return this.options.access.failed(send.org, send.channel, err);
@@ -425,7 +425,7 @@ function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading):
     remaining,
     leased: total.leased,
     leases: total.leases,
-    retry_after_seconds: remaining > 0 ? 0 : null,
+    retry_after_seconds: remaining > 0 ? 0 : total.retryAfterMs === null ? null : Math.max(1, Math.ceil(total.retryAfterMs / 1000)),
   };
 }
 

@@ -123,6 +123,12 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     const usage = await service.engine.usage({ recipient: "x", channel: "sms", messageId: "usage", org: "default", attributes: { campaign_id: "c1" }, recipientLimits: {} });
     // what this cap-config still holds on lease is not free for others: it shows as leased until it goes back
     assert.deepEqual(usage.map((u) => [u.cap_id, u.counts, u.count, u.remaining + (u.leased ?? 0)]), [["campaign-day", "total", 3, 2], ["hourly", "total", 3, 0]]);
+    const hourly = usage.find((u) => u.cap_id === "hourly")?.retry_after_seconds ?? -1;
+    assert.ok(hourly >= 3600 - 5 && hourly <= 3600 + 61, `a full rolling total frees when its oldest bucket leaves the window: ${hourly}`);
+    const checked = await service.engine.check({ recipient: "y", channel: "sms", messageId: "c", org: "default", attributes: { campaign_id: "c1" }, recipientLimits: {} });
+    assert.ok(checked.kind === "checked" && checked.verdicts[0]?.blocked?.cap_id === "hourly");
+    const blocked = checked.kind === "checked" ? checked.verdicts[0]?.blocked?.retry_after_seconds ?? -1 : -1;
+    assert.ok(blocked >= 3600 - 5 && blocked <= 3600 + 61, `check mode says when too: ${blocked}`);
   });
 
   it("record mode counts a total without checking, and check mode sees it (this cap-config's unspent slots count as free)", async () => {

@@ -39,6 +39,8 @@ export interface TotalReading {
   /** slots this cap-config holds and has not spent */
   local: number;
   max: number;
+  /** when no slot is free for anyone: ms until one may free (a bucket leaves the window, a period ends, a lease lapses); null = never */
+  retryAfterMs: number | null;
 }
 
 /** A counter this cap-config has not met (a give-back after a redeploy): the store uses the limit the counter saved. */
@@ -246,7 +248,7 @@ export class TotalLeases {
       lease.reading = reading;
     }
     // `leased` counts this cap-config's own lease too: its unreserved slots are still this cap-config's to spend
-    return { used: reading.used, leased: reading.leased, leases: reading.leases, local: lease.local, max: counter.limit.max };
+    return { used: reading.used, leased: reading.leased, leases: reading.leases, local: lease.local, max: counter.limit.max, retryAfterMs: reading.retryAfterMs };
   }
 
   /** Hands every unspent slot back and waits for the calls in flight (at most `timeoutMs`). */
