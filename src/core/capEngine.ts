@@ -8,7 +8,7 @@ import type { StoreAccess } from "./storeAccess";
 import type { Candidate } from "./candidates";
 import type { ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
-import { TotalLeases, type SpendTicket, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
+import { remainingOf, TotalLeases, type SpendTicket, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
 import type { QuotaLimit } from "./totals/quotaStep";
 import { orgTotals, type TotalCapUsage } from "./totals/orgTotals";
 
@@ -417,7 +417,7 @@ function usageOf(cap: ApplicableCap, original: CapRule): Pick<CapUsage, "cap_id"
 
 /** A total cap's usage: counted sends, slots out on lease, and what is left for anyone. */
 function totalUsage(cap: ApplicableCap, original: CapRule, total: TotalReading): CapUsage {
-  const remaining = Math.max(0, cap.max - total.used - total.leased);
+  const remaining = remainingOf(total);
   return {
     counts: "total",
     ...usageOf(cap, original),

@@ -2,7 +2,7 @@ import { applicableCaps, type ApplicableCap } from "../applicableCaps";
 import { emptyRecord, ownValue } from "../ownKeys";
 import type { CapRule } from "../rules";
 import type { Send } from "../send";
-import type { TotalReading } from "./totalLeases";
+import { remainingOf, type TotalReading } from "./totalLeases";
 
 /**
  * One total cap of an org as `GET …/totals` reports it (SPEC §7): its shared
@@ -83,7 +83,7 @@ export async function orgTotals(source: OrgTotalsSource, org: string, attributes
     return {
       ...base,
       count: reading.used,
-      remaining: Math.max(0, rule.max_count - reading.used - reading.leased),
+      remaining: remainingOf(reading),
       leased: reading.leased,
       leases: reading.leases,
     };

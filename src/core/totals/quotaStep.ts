@@ -95,7 +95,7 @@ export interface QuotaOutcome {
 
 export type QuotaFields = Map<string, string>;
 
-export function bucketOf(limit: QuotaLimit, nowMs: number): number {
+function bucketOf(limit: QuotaLimit, nowMs: number): number {
   if (limit.windowMs === 0) return 0;
   if (limit.periodStartMs > 0) return limit.periodStartMs;
   return Math.floor(nowMs / limit.bucketMs) * limit.bucketMs;

@@ -43,6 +43,11 @@ export interface TotalReading {
   retryAfterMs: number | null;
 }
 
+/** What a total has left for anyone: its max less what is counted and what every lease holds. */
+export function remainingOf(reading: Pick<TotalReading, "max" | "used" | "leased">): number {
+  return Math.max(0, reading.max - reading.used - reading.leased);
+}
+
 /** A counter this cap-config has not met (a give-back after a redeploy): the store uses the limit the counter saved. */
 const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
 
