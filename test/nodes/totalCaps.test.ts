@@ -104,6 +104,35 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     await dropPrefix(redis, keyPrefix);
   });
 
+  it("a burst of give-backs: 2,000 admitted in one tick, all released in one tick, 2,000 more fit, and releasing the first again gives nothing (Redis)", async () => {
+    const keyPrefix = uniquePrefix("total-burst-back");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: 1000 }, rules: [{ ...AD_TOTAL, max_count: 2000 }] });
+    const burst = (tag: string): void => {
+      for (let i = 0; i < 2000; i++) flow.send({ recipient: `${tag}${i}`, channel: "push", messageId: `${tag}${i}`, attributes: { ad_id: "ad-1" } });
+    };
+    burst("a");
+    await flow.out.until(2000, 60_000);
+    assert.equal(flow.out.of("allowed").length, 2000);
+    const service = (helper.getNode("cfg0") as CapConfigNode).service;
+    assert.ok(service);
+    const firstWave = flow.out.of("allowed").slice();
+    const releaseAll = () => Promise.all(firstWave.map((m) => service.release((m.admission as { claims: never[] }).claims, { recipient: String(m.recipient) })));
+    const first = await releaseAll();
+    assert.equal(first.reduce((sum, r) => sum + r.given, 0), 2000);
+    const usage = await service.engine.usage({ recipient: "x", channel: "push", messageId: "usage", org: "default", attributes: { ad_id: "ad-1" }, recipientLimits: {} });
+    assert.equal(usage.find((u) => u.cap_id === "ad-total")?.count, 0);
+    burst("b");
+    await flow.out.until(4000, 60_000);
+    assert.deepEqual([flow.out.of("allowed").length, flow.out.of("skipped").length], [4000, 0]);
+    // the same claims again (a cloned msg, a copied claim), while the bucket holds the second wave's 2,000
+    const again = await releaseAll();
+    assert.equal(again.reduce((sum, r) => sum + r.given, 0), 0, "a spend is given back once");
+    burst("c");
+    await flow.out.until(6000, 60_000);
+    assert.deepEqual([flow.out.of("allowed").length, flow.out.of("skipped").length], [4000, 2000], "and not one past the max");
+    await dropPrefix(redis, keyPrefix);
+  });
+
   it("two totals on one send: the rolling one refuses, the calendar-day one keeps only what was admitted", async () => {
     const keyPrefix = uniquePrefix("total-window");
     const rules = [
