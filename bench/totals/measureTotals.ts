@@ -16,6 +16,8 @@ export interface TotalsRun {
   callsPer1000: number;
   /** every command Redis ran (those inside scripts included) per 1,000 admitted sends */
   commandsPer1000: number;
+  /** this Node process's CPU (user + system) per claim, µs: the Redis server is another process */
+  nodeCpuUsPerClaim: number;
 }
 
 export interface TotalsRows {
@@ -51,6 +53,7 @@ async function measure(redis: Redis, name: string, sends: number, inFlight: numb
   const before = await commandCounts(redis);
   let admitted = 0;
   let next = 0;
+  const cpu = process.cpuUsage();
   const began = performance.now();
   if (inFlight === "all") {
     const answers = await Promise.all(Array.from({ length: sends }, (_, i) => claim(i)));
@@ -61,9 +64,10 @@ async function measure(redis: Redis, name: string, sends: number, inFlight: numb
     }));
   }
   const seconds = (performance.now() - began) / 1000;
+  const used = process.cpuUsage(cpu);
   const after = await commandCounts(redis);
   const per1000 = (n: number): number => (n / Math.max(1, admitted)) * 1000;
-  return { name, inFlight, sends, admitted, perSec: sends / seconds, callsPer1000: per1000(after.evalsha - before.evalsha), commandsPer1000: per1000(after.all - before.all) };
+  return { name, inFlight, sends, admitted, perSec: sends / seconds, callsPer1000: per1000(after.evalsha - before.evalsha), commandsPer1000: per1000(after.all - before.all), nodeCpuUsPerClaim: (used.user + used.system) / sends };
 }
 
 /** The gate's core with one total cap: slots reserved from leased blocks, spends reported in one call per tick. */
