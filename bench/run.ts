@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     if (coreRows) {
       console.log("");
       console.log(`core: claims straight through CapService (no Node-RED), ${100} in flight, 20,000 recipients, Redis ${coreRows.redisVersion} of the bench's own (INFO deltas are this run's); `
-        + "rate-limiter-flexible: one RateLimiterRedis per cap, consumed in turn; median of 3 interleaved rounds");
+        + "rate-limiter-flexible: one RateLimiterRedis per cap, consumed in turn; median of 3 interleaved rounds after a warm-up round of each");
       console.log("");
       console.log(coreTables(coreRows));
       if (coreRows.equal.core.overCap + coreRows.tiered.core.overCap > 0) process.exitCode = 1;

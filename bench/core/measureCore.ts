@@ -85,6 +85,12 @@ async function compare(url: string, redis: Redis, limits: readonly Limit[], sett
   const cores: CoreRun[] = [];
   const chains: CoreRun[] = [];
   const tightest = Math.min(...limits.map((l) => l.max));
+  // a first round of each, not measured, so the JIT has settled before either is timed
+  for (const claimer of [coreClaimer(url, `core-${tag}-warm`, limits), chainedClaimer(redis, `rlf-${tag}-warm`, limits)]) {
+    await run(claimer, redis, recipients, Math.min(claims, 20_000), settings.seed - 1, tightest);
+    await claimer.close();
+  }
+  await redis.flushdb();
   for (let round = 0; round < rounds; round++) {
     const core = coreClaimer(url, `core-${tag}-${round}`, limits);
     cores.push(await run(core, redis, recipients, claims, settings.seed + round, tightest));

@@ -49,6 +49,25 @@ describe("core/sendQueue against a real Redis", function () {
     await q.store.close();
   });
 
+  it("sends a tick's first 32 claims while the tick goes on, so Redis works on them as the client queues the rest; one recipient's claims still land in order", async () => {
+    const q = await open({ timeoutMs: 2000 });
+    const pending: Promise<ClaimOutcome>[] = [];
+    let sentBy40th = -1;
+    // claims 31 and 32 are one recipient's, either side of the first batch's end
+    for (let i = 0; i < 300; i++) {
+      pending.push(q.claim(i, i === 32 ? "r31" : `r${i}`));
+      if (i === 39) sentBy40th = q.calls.length;
+    }
+    assert.equal(sentBy40th, 1, "the first batch went out before the tick ended");
+    assert.equal(q.calls[0]?.items, 32);
+    const answers = await Promise.all(pending);
+    assert.equal(answers[31]?.allowed, true);
+    assert.equal(answers[32]?.allowed, false, "the later claim of r31 was judged after the earlier one");
+    assert.equal(answers.filter((a) => a.allowed).length, 299);
+    assert.equal(q.calls.reduce((n, c) => n + c.items, 0), 300);
+    await q.store.close();
+  });
+
   it("refuses bounded work past maxQueued as overloaded, warns once per episode, and takes new work once drained", async () => {
     const q = await open({ maxQueued: 100, timeoutMs: 2000 });
     const settled = await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q.claim(i)));
