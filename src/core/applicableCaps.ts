@@ -1,5 +1,6 @@
 import { calendarPeriod } from "./calendarPeriod";
-import { capCounterField, capCounterKey } from "./keys";
+import { counterFields } from "./counterFields";
+import { capCounterKey } from "./keys";
 import type { QuotaLimit } from "./totals/quotaStep";
 import { totalCounters } from "./totals/totalCounters";
 import type { CapRule } from "./rules";
@@ -37,7 +38,7 @@ function appliesTo(rule: CapRule, send: Send): boolean {
   if (rule.applies_to_categories.length > 0) {
     if (send.category === undefined || !rule.applies_to_categories.includes(send.category)) return false;
   }
-  for (const [attribute, values] of Object.entries(rule.match)) {
+  for (const [attribute, values] of counterFields.match(rule)) {
     const value = ownValue(send.attributes, attribute);
     if (value === undefined || !values.includes(value)) return false;
   }
@@ -46,12 +47,13 @@ function appliesTo(rule: CapRule, send: Send): boolean {
 }
 
 /**
- * The caps of a send: the union of its channel's caps and the global ones,
+ * The caps of a send (`counterKey`: its recipient's counter hash, when the
+ * caller has it, as a check does once for 50 candidates): the union of its channel's caps and the global ones,
  * narrowed by org, category, match and per (SPEC §4).
  */
-export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock): ApplicableCap[] {
+export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock, counterKey?: string): ApplicableCap[] {
   const caps: ApplicableCap[] = [];
-  let key: string | undefined;
+  let key = counterKey;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;
     if (rule.counts === "total") {
@@ -60,7 +62,7 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
     }
     const own = ownValue(send.recipientLimits, rule.id);
     key ??= capCounterKey(keyPrefix, send.org, recipientKey);
-    const field = capCounterField(rule.id, rule.per.map((a) => ownValue(send.attributes, a) as string));
+    const field = counterFields.field(rule, send.attributes);
     const max = own === undefined ? rule.max_count : Math.min(rule.max_count, own);
     if (rule.window_type === "rolling") {
       caps.push({ rule, key, field, max, windowMs: rule.window_seconds * 1000 });

@@ -1,5 +1,5 @@
 import { SendFieldError } from "./errors";
-import { boundedText } from "./send";
+import { boundedTextProblem } from "./send";
 
 /** The most candidates one check answers (SPEC §5 check mode): a bid request's ads, not a catalogue. */
 export const MAX_CANDIDATES = 500;
@@ -36,16 +36,22 @@ export function parseCandidates(value: unknown): Candidate[] | undefined {
       if (!Object.hasOwn(item, name)) continue;
       const v = item[name];
       if (v === undefined || v === null) continue;
-      boundedText(`candidates[${index}]`, name);
-      if (typeof v === "string") attributes[name] = boundedText(`candidates[${index}].${name}`, v);
-      else if (typeof v === "number" && Number.isFinite(v)) attributes[name] = String(v);
+      // the field is named only when it is bad: a check reads hundreds of attributes
+      const nameProblem = boundedTextProblem(name);
+      if (nameProblem !== undefined) throw new SendFieldError(`candidates[${index}]`, nameProblem);
+      if (typeof v === "string") {
+        const problem = boundedTextProblem(v);
+        if (problem !== undefined) throw new SendFieldError(`candidates[${index}].${name}`, problem);
+        attributes[name] = v;
+      } else if (typeof v === "number" && Number.isFinite(v)) attributes[name] = String(v);
       else throw new SendFieldError(`candidates[${index}].${name}`, `must be a string, got ${typeof v}`);
     }
     const key = Object.hasOwn(attributes, "id") ? (attributes.id as string) : String(index);
     const earlier = seen.get(key);
     if (earlier !== undefined) throw new SendFieldError(`candidates[${index}].id`, `${JSON.stringify(key)} is also candidate ${earlier}'s: each answer needs its own key`);
     seen.set(key, index);
-    const category = Object.hasOwn(attributes, "category") ? attributes.category : undefined;
-    return { key, attributes, ...(category !== undefined ? { category } : {}) };
+    const candidate: Candidate = { key, attributes };
+    if (Object.hasOwn(attributes, "category")) candidate.category = attributes.category as string;
+    return candidate;
   });
 }

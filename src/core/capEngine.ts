@@ -1,6 +1,6 @@
 import { applicableCaps, type ApplicableCap } from "./applicableCaps";
 import { StoreUnavailableError } from "./errors";
-import { recipientToken } from "./keys";
+import { capCounterKey, recipientToken } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
 import type { Lane } from "./sendQueue/sendQueue";
@@ -165,7 +165,8 @@ export class CapEngine {
     const enforced = rules.some(isShadow) ? rules.filter((r) => !isShadow(r)) : rules;
     // one recipient for every candidate: its token (an HMAC when hashing) is made once per check
     const recipient = recipientToken(send.recipient, this.options.hmacSecret);
-    const capsOf = (s: Send): ApplicableCap[] => applicableCaps(enforced, s, this.options.keyPrefix, recipient);
+    const counterKey = capCounterKey(this.options.keyPrefix, send.org, recipient);
+    const capsOf = (s: Send): ApplicableCap[] => applicableCaps(enforced, s, this.options.keyPrefix, recipient, undefined, counterKey);
     const subjects = candidates ? candidates.map((c) => capsOf(candidateSend(send, c))) : [capsOf(send)];
     // candidates share caps (one campaign, one category): each counter is read once
     const counters = new Map<string, ApplicableCap>();
@@ -456,11 +457,16 @@ function isShadow(rule: CapRule): boolean {
 }
 
 function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
-  return caps.map((c) => ({
-    field: c.field, windowMs: c.windowMs, max: c.max,
-    ...(c.resetAt !== undefined ? { startMs: c.startMs ?? 0, resetAt: c.resetAt } : {}),
-    ...(isShadow(c.rule) ? { shadow: true } : {}),
-  }));
+  // assigned, not spread: a check builds one per counter (58 for 50 ads), and spreads cost more than the rest
+  return caps.map((c) => {
+    const spec: CounterSpec = { field: c.field, windowMs: c.windowMs, max: c.max };
+    if (c.resetAt !== undefined) {
+      spec.startMs = c.startMs ?? 0;
+      spec.resetAt = c.resetAt;
+    }
+    if (isShadow(c.rule)) spec.shadow = true;
+    return spec;
+  });
 }
 
 /** A shadow cap that would have refused an admitted send (SPEC §3 `admission.shadow`). */

@@ -9,6 +9,12 @@ const NOT_PLAIN = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF]
  * another string, a key that no longer matches). Returns the text unchanged.
  */
 export function plainText(field: string, value: string): string {
-  if (NOT_PLAIN.test(value)) throw new SendFieldError(field, "must not contain NUL or an unpaired surrogate");
+  const problem = plainTextProblem(value);
+  if (problem !== undefined) throw new SendFieldError(field, problem);
   return value;
+}
+
+/** What plainText would refuse the text for, if anything (for a caller that names the field only when it must). */
+export function plainTextProblem(value: string): string | undefined {
+  return NOT_PLAIN.test(value) ? "must not contain NUL or an unpaired surrogate" : undefined;
 }

@@ -1,5 +1,5 @@
 import { SendFieldError } from "./errors";
-import { plainText } from "./plainText";
+import { plainTextProblem } from "./plainText";
 import { emptyRecord } from "./ownKeys";
 
 /** One outbound send as the gates see it (SPEC §2), after validation. */
@@ -53,12 +53,19 @@ export const MAX_FIELD_BYTES = 1024;
  * (plainText: a NUL, an unpaired surrogate), naming the field; returns it unchanged.
  */
 export function boundedText(field: string, value: string): string {
+  const problem = boundedTextProblem(value);
+  if (problem !== undefined) throw new SendFieldError(field, problem);
+  return value;
+}
+
+/** What boundedText would refuse the text for, if anything: a caller with many fields names one only when it is bad. */
+export function boundedTextProblem(value: string): string | undefined {
   // a UTF-8 byte is at least a third of a UTF-16 unit: only long strings need counting
   if (value.length * 3 > MAX_FIELD_BYTES) {
     const bytes = Buffer.byteLength(value, "utf8");
-    if (bytes > MAX_FIELD_BYTES) throw new SendFieldError(field, `must be at most ${MAX_FIELD_BYTES} bytes (UTF-8), got ${bytes}`);
+    if (bytes > MAX_FIELD_BYTES) return `must be at most ${MAX_FIELD_BYTES} bytes (UTF-8), got ${bytes}`;
   }
-  return plainText(field, value);
+  return plainTextProblem(value);
 }
 
 function absent(value: unknown): boolean {

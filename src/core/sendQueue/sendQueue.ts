@@ -142,7 +142,12 @@ export class SendQueue {
       const end = Math.min(this.waiting.length, this.head + this.batchLimit);
       const batch = this.waiting.slice(this.head, end);
       this.head = end;
-      if (this.head > 4096 && this.head * 2 > this.waiting.length) {
+      if (this.head === this.waiting.length) {
+        // every item is out: the array lets go of them now, not thousands of msgs later (they would outlive
+        // their answers, be promoted by the GC and make every scavenge copy them: 7 KB a check of 50 ads)
+        this.waiting = [];
+        this.head = 0;
+      } else if (this.head > 4096 && this.head * 2 > this.waiting.length) {
         this.waiting = this.waiting.slice(this.head);
         this.head = 0;
       }
