@@ -5,6 +5,7 @@ import type { Completions } from "../load/completions";
 import { drive, type MsgFeed } from "../load/driver";
 import type { BenchMsg } from "../load/msgSource";
 import { seededRandom } from "../load/random";
+import { collectGarbage } from "../gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import type { RedisEndpoint } from "../redis/endpoint";
@@ -161,6 +162,8 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
 
     progress("ad path: check of 50 candidates at 1,000 requests/s");
     const checks = checkSource(`${keyPrefix}-c`, viewers, settings.seed + 1);
+    // the record burst's garbage is not the check's to collect
+    collectGarbage();
     await openLoop(checker, ctx.completions, checks, 1_000, 1_000);
     const paced = summarize(await openLoop(checker, ctx.completions, checks, 1_000, 5_000));
     const checkRaw = await rawRate(ctx, "inspect", `${prefix}-ad-raw-check`);
