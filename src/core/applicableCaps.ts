@@ -38,12 +38,16 @@ function appliesTo(rule: CapRule, send: Send): boolean {
   if (rule.applies_to_categories.length > 0) {
     if (send.category === undefined || !rule.applies_to_categories.includes(send.category)) return false;
   }
-  for (const [attribute, values] of counterFields.match(rule)) {
+  // indexed loops: a check runs this for every candidate and cap (150 times), and iterators and closures each allocate
+  const match = counterFields.match(rule);
+  for (let i = 0; i < match.length; i++) {
+    const [attribute, values] = match[i] as readonly [string, readonly string[]];
     const value = ownValue(send.attributes, attribute);
     if (value === undefined || !values.includes(value)) return false;
   }
   // A cap split by an attribute the send does not carry has no counter to count in.
-  return rule.per.every((attribute) => ownValue(send.attributes, attribute) !== undefined);
+  for (let i = 0; i < rule.per.length; i++) if (!Object.hasOwn(send.attributes, rule.per[i] as string)) return false;
+  return true;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { SendFieldError } from "./errors";
+import { namesRecord } from "./ownKeys";
 import { boundedTextProblem } from "./send";
 
 /** The most candidates one check answers (SPEC §5 check mode): a bid request's ads, not a catalogue. */
@@ -31,7 +32,7 @@ export function parseCandidates(value: unknown): Candidate[] | undefined {
   const seen = new Map<string, number>();
   return value.map((item: unknown, index) => {
     if (!isPlainObject(item)) throw new SendFieldError(`candidates[${index}]`, `must be an object of attributes, got ${Array.isArray(item) ? "an array" : item === null ? "null" : typeof item}`);
-    const attributes = Object.create(null) as Record<string, string>;
+    const attributes = namesRecord<string>();
     for (const name in item) {
       if (!Object.hasOwn(item, name)) continue;
       const v = item[name];

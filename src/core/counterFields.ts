@@ -45,8 +45,8 @@ export class CounterFieldCache {
   field(rule: CapRule, attributes: Readonly<Record<string, string>>): string {
     const cached = this.of(rule);
     let level = cached.root;
-    for (const attribute of rule.per) {
-      const value = ownValue(attributes, attribute) as string;
+    for (let i = 0; i < rule.per.length; i++) {
+      const value = ownValue(attributes, rule.per[i] as string) as string;
       let below = level.next.get(value);
       if (!below) {
         below = new Level();

@@ -1,6 +1,6 @@
 import { SendFieldError } from "./errors";
 import { plainTextProblem } from "./plainText";
-import { emptyRecord } from "./ownKeys";
+import { emptyRecord, namesRecord } from "./ownKeys";
 
 /** One outbound send as the gates see it (SPEC §2), after validation. */
 export interface Send {
@@ -93,16 +93,23 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** A send's attributes (SPEC §2), checked: a null-prototype record of texts; also the admin API's `attributes` query. */
+/** A send's attributes (SPEC §2), checked: a record of texts that inherits nothing; also the admin API's `attributes` query. */
 export function readAttributes(value: unknown): Record<string, string> {
-  if (absent(value)) return emptyRecord();
+  if (absent(value)) return namesRecord();
   if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
-  const out = emptyRecord<string>();
-  for (const [name, v] of Object.entries(value)) {
+  const out = namesRecord<string>();
+  for (const name in value) {
+    if (!Object.hasOwn(value, name)) continue;
+    const v = value[name];
     if (v === undefined || v === null) continue;
-    boundedText("attributes", name);
-    if (typeof v === "string") out[name] = boundedText(`attributes.${name}`, v);
-    else if (typeof v === "number" && Number.isFinite(v)) out[name] = String(v);
+    // each field is named only when it is bad: every msg reads its attributes
+    const nameProblem = boundedTextProblem(name);
+    if (nameProblem !== undefined) throw new SendFieldError("attributes", nameProblem);
+    if (typeof v === "string") {
+      const problem = boundedTextProblem(v);
+      if (problem !== undefined) throw new SendFieldError(`attributes.${name}`, problem);
+      out[name] = v;
+    } else if (typeof v === "number" && Number.isFinite(v)) out[name] = String(v);
     else throw new SendFieldError(`attributes.${name}`, `must be a string, got ${typeof v}`);
   }
   return out;

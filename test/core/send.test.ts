@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";
 import { SendFieldError } from "../../src/core/errors";
+import { inheritsNothing } from "../../src/core/ownKeys";
 import { parseSend, type RawSend } from "../../src/core/send";
 
 const rules = { channels: DEFAULT_CHANNELS, defaultOrg: "dflt", requireTier: false };
@@ -37,10 +38,12 @@ describe("core/send: parseSend", () => {
     assert.deepEqual(Object.keys(s.attributes), []);
   });
 
-  it("reads attributes and recipientLimits into records without a prototype: inherited names are never found", () => {
+  it("reads attributes and recipientLimits into records that inherit nothing: inherited names are never found", () => {
     const raw = JSON.parse('{"attributes": {"__proto__": "p", "constructor": "c"}, "recipientLimits": {"__proto__": 0, "toString": 2}}');
     const s = parseSend({ recipient: "r", channel: "sms", messageId: "m", ...raw }, rules);
-    assert.equal(Object.getPrototypeOf(s.attributes), null);
+    assert.ok(inheritsNothing(s.attributes));
+    assert.equal(Object.getPrototypeOf(Object.getPrototypeOf(s.attributes)), null, "attributes: an empty prototype with none of its own");
+    assert.deepEqual(Object.getOwnPropertyNames(Object.getPrototypeOf(s.attributes)), []);
     assert.equal(Object.getPrototypeOf(s.recipientLimits), null);
     assert.deepEqual(Object.entries(s.attributes), [["__proto__", "p"], ["constructor", "c"]]);
     assert.deepEqual(Object.entries(s.recipientLimits), [["__proto__", 0], ["toString", 2]]);
