@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     if (totalsRows) {
       console.log("");
       console.log(`total caps: one lifetime total of 10,000,000 on one ad, every send to a new recipient, straight through CapService (no Node-RED), Redis ${totalsRows.redisVersion} of the bench's own `
-        + "(command stats are this run's; commands inside scripts count); one round trip per send: lua/quota.lua spending 1 from the pool per EVALSHA, no lease; median of 3 interleaved rounds after a warm-up round");
+        + "(command stats are this run's; commands inside scripts count); one round trip per send: lua/quota.lua spending 1 from the pool per EVALSHA, no lease; median of 3 interleaved rounds after 4 warm-up rounds of each");
       console.log("");
       console.log(totalsTable(totalsRows));
       if (totalsRows.runs.some((r) => r.admitted !== r.sends)) process.exitCode = 1;

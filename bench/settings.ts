@@ -75,7 +75,7 @@ export function readSettings(): BenchSettings {
     bursts: sizes("BENCH_BURSTS", [10_000, 100_000]),
     burstCaps: whole("BENCH_BURST_CAPS", 3, 1),
     coreMillion: whole("BENCH_CORE_MILLION", 1_000_000, 1),
-    totalSends: whole("BENCH_TOTAL_SENDS", 50_000, 1),
+    totalSends: whole("BENCH_TOTAL_SENDS", 100_000, 1),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),
   };
 }
