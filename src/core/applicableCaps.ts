@@ -87,8 +87,7 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
  * recipients' own zones would give one counter many different days.
  */
 function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock | undefined): ApplicableCap {
-  const perValues = rule.per.length === 0 ? NO_VALUES : rule.per.map((a) => ownValue(send.attributes, a) as string);
-  const { key, field } = totalCounters.name(rule, keyPrefix, send.org, perValues);
+  const { key, field } = totalCounters.name(rule, keyPrefix, send.org, send.attributes);
   if (rule.window_type === "lifetime" || rule.window_type === "rolling") {
     const quota = totalCounters.fixedLimit(rule);
     return { rule, key, field, max: rule.max_count, windowMs: quota.windowMs, quota };
@@ -101,4 +100,3 @@ function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock 
   };
 }
 
-const NO_VALUES: readonly string[] = [];

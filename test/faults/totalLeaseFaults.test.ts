@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { CapEngine, type CapDecision } from "../../src/core/capEngine";
 import { StoreUnavailableError } from "../../src/core/errors";
 import { capAdmission } from "../../src/core/admission";
+import { totalCounterKey } from "../../src/core/keys";
 import { emptyRecord } from "../../src/core/ownKeys";
+import { totalCounters } from "../../src/core/totals/totalCounters";
 import { withDefaults, type CapRule, type CapRuleInput } from "../../src/core/rules";
 import type { Send } from "../../src/core/send";
 import { StoreAccess, type FailMode } from "../../src/core/storeAccess";
@@ -86,6 +88,33 @@ describe("total caps under store faults", function () {
     assert.deepEqual([await within(engine.claim(send("b")), 2000), await within(engine.claim(send("c")), 2000)], ["allowed", "allowed"], "the failed send took nothing");
     assert.equal(await within(engine.claim(send("d")), 2000), "capped");
     await engine.totals.close();
+  });
+
+  it("one total cap alone, its slot from the lease: a spend call that fails goes to Catch (closed) or leaves fail_open holding no slot (open), and is never counted", async () => {
+    for (const failMode of ["closed", "open"] as const) {
+      const inner = new MemoryStore();
+      const failQuota = { on: false };
+      const store = Object.create(inner) as AdmissionStore & { quota: MemoryStore["quota"] };
+      store.quota = async (items) => (failQuota.on ? items.map(() => new StoreUnavailableError("error", "injected: the quota call failed")) : inner.quota(items));
+      const rule = withDefaults(total(1000));
+      const keyPrefix = uniquePrefix("lf-alone");
+      const engine = engineOn(store, [total(1000)], { failMode, leaseMs: 1000, keyPrefix });
+      // one after another, each block a little larger (about a second of sends): after 5 the lease holds slots to spare
+      for (let i = 0; i < 5; i++) assert.equal((await engine.claim(send(`warm${i}`))).kind, "allowed");
+      failQuota.on = true;
+      if (failMode === "closed") {
+        await assert.rejects(engine.claim(send("x")), /injected/);
+      } else {
+        const failed = await engine.claim(send("x"));
+        assert.equal(failed.kind, "fail_open");
+        assert.deepEqual(failed.kind === "fail_open" ? failed.totals : undefined, [], "no slot was counted, so none is on the msg to give back");
+      }
+      failQuota.on = false;
+      for (let i = 0; i < 3; i++) assert.equal((await engine.claim(send(`u${i}`))).kind, "allowed", failMode);
+      const reading = await engine.totals.read({ key: totalCounterKey(keyPrefix, "acme", rule.id, []), limit: totalCounters.fixedLimit(rule) }, 0);
+      assert.equal(reading.used, 8, `${failMode}: the 5 warm sends and 3 more; the failed one was never counted`);
+      await engine.totals.close();
+    }
   });
 
   it("a send reserving while a spend-only call is in flight waits for a grant: a total far from full never refuses it", async () => {

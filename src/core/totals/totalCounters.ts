@@ -1,4 +1,5 @@
 import { capCounterField, totalCounterKey } from "../keys";
+import { ownValue } from "../ownKeys";
 import type { CapRule } from "../rules";
 import { WINDOW_BUCKETS, type QuotaLimit } from "./quotaStep";
 
@@ -26,8 +27,8 @@ export class TotalCounterCache {
   private readonly names = new WeakMap<CapRule, { keyPrefix: string; orgs: Map<string, Level>; size: number }>();
   private readonly limits = new WeakMap<CapRule, QuotaLimit>();
 
-  /** Looked up org, then value by value (no string is built per send: the lookup is the hot path). */
-  name(rule: CapRule, keyPrefix: string, org: string, perValues: readonly string[]): TotalCounterName {
+  /** Looked up org, then per value by value, read from the send's attributes (each present: appliesTo checked); no string or array is made per send: the lookup is the hot path. */
+  name(rule: CapRule, keyPrefix: string, org: string, attributes: Readonly<Record<string, string>>): TotalCounterName {
     let cached = this.names.get(rule);
     // a rule belongs to one cap-config, so one prefix; another prefix starts the rule's cache again
     if (!cached || cached.keyPrefix !== keyPrefix || cached.size >= MAX_CACHED) {
@@ -39,7 +40,8 @@ export class TotalCounterCache {
       level = new Level();
       cached.orgs.set(org, level);
     }
-    for (const value of perValues) {
+    for (let i = 0; i < rule.per.length; i++) {
+      const value = ownValue(attributes, rule.per[i] as string) as string;
       let below: Level | undefined = level.next.get(value);
       if (!below) {
         below = new Level();
@@ -48,6 +50,7 @@ export class TotalCounterCache {
       level = below;
     }
     if (!level.name) {
+      const perValues = rule.per.map((a) => ownValue(attributes, a) as string);
       level.name = { key: totalCounterKey(keyPrefix, org, rule.id, perValues), field: capCounterField(rule.id, perValues) };
       cached.size += 1;
     }

@@ -180,18 +180,24 @@ export class TotalLeases {
 
   /** A slot of the counter for one send: at once from the lease, else after the next call brings a block. */
   reserve(key: string, limit: QuotaLimit): true | Promise<true | TotalRefusal | StoreUnavailableError> {
+    if (this.tryReserve(key, limit)) return true;
     const lease = this.lease(key, limit);
     lease.lastUsed = this.now();
-    if (lease.local > 0 && lease.waiters.length === 0) {
-      lease.local -= 1;
-      lease.reserved += 1;
-      return true;
-    }
     if (this.closed) return Promise.resolve(new StoreUnavailableError("not_ready", "the cap-config is closing"));
     return new Promise((resolve) => {
       lease.waiters.push(resolve);
       this.schedule(lease);
     });
+  }
+
+  /** A slot of the counter at once from the lease, or false (nothing is queued: `reserve` waits for one). */
+  tryReserve(key: string, limit: QuotaLimit): boolean {
+    const lease = this.lease(key, limit);
+    if (lease.local <= 0 || lease.waiters.length > 0) return false;
+    lease.lastUsed = this.now();
+    lease.local -= 1;
+    lease.reserved += 1;
+    return true;
   }
 
   /** A reserved slot that was not used (another cap refused the send): back into the lease, nothing was reported. */
