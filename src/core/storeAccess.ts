@@ -51,6 +51,7 @@ export class StoreAccess {
         timeoutMs: options.timeoutMs,
         breaker: this.breaker,
         ...(options.onStoreCall ? { onCall: options.onStoreCall } : {}),
+        ...(store.whenUsable ? { whenUsable: () => store.whenUsable?.() } : {}),
         onOverload: (max) => options.warn(`the send queue is full (${max} msgs, maxQueued): new msgs get reason "overloaded" and the fail mode (${options.failMode}) decides until it drains`),
       })
       : undefined;

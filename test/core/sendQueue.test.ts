@@ -68,6 +68,46 @@ describe("core/sendQueue against a real Redis", function () {
     await q.store.close();
   });
 
+  it("a burst that arrives before the first connection is not timed out by the wait for it: the timeout starts once the call can be sent", async () => {
+    // a fresh store, not yet connected: the flow was deployed this tick and a split node already sends
+    const store = new RedisStore({ url: own.url });
+    const access = new StoreAccess(store, { failMode: "open", timeoutMs: 50, maxQueued: 100_000, warn: () => undefined });
+    const lane = access.lane<ClaimRequest, ClaimOutcome>("claim", (s, items) => s.claim(items));
+    const prefix = uniquePrefix("sq-connect");
+    const pending = Array.from({ length: 300 }, (_, i) => access.submit(lane, { key: `${prefix}:{o|r${i}}:c`, member: `m${i}`, token: 1, counters: CAP }));
+    // the rest of the burst keeps the event loop busy well past the timeout
+    const until = performance.now() + 200;
+    while (performance.now() < until) { /* a split node handing over 10,000 msgs */ }
+    const settled = await Promise.allSettled(pending);
+    const failed = settled.filter((s) => s.status === "rejected").map((s) => (s as PromiseRejectedResult).reason as StoreUnavailableError);
+    assert.deepEqual(failed.map((f) => f.kind), [], "no call timed out waiting for the connection");
+    assert.ok(settled.every((s) => s.status === "fulfilled" && s.value.allowed));
+    await store.close();
+  });
+
+  it("a call sent while its tick goes on (the rest of a burst) is written at once, so the answer waiting when the tick ends is not taken for a timeout", async () => {
+    const q = await open({ timeoutMs: 50 });
+    await q.claim(-1);
+    // the socket's writes, as the client makes them
+    const stream = (q.store.client as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
+    const write = stream.write.bind(stream);
+    const writes: number[] = [];
+    stream.write = (...args: unknown[]) => { writes.push(performance.now()); return write(...args); };
+    for (let round = 0; round < 3; round++) {
+      writes.length = 0;
+      const pending = Array.from({ length: 300 }, (_, i) => q.claim(round * 1000 + i));
+      // the first batches went out during this tick; the tick then runs far past the timeout
+      const until = performance.now() + 200;
+      while (performance.now() < until) { /* the rest of a split node's 10,000 msgs */ }
+      const tickEnded = performance.now();
+      const settled = await Promise.allSettled(pending);
+      assert.ok(writes.length > 0 && (writes[0] as number) < tickEnded, `round ${round}: a call was written during the tick`);
+      const failed = settled.filter((s) => s.status === "rejected").map((s) => ((s as PromiseRejectedResult).reason as StoreUnavailableError).kind);
+      assert.deepEqual(failed, [], `round ${round}`);
+    }
+    await q.store.close();
+  });
+
   it("refuses bounded work past maxQueued as overloaded, warns once per episode, and takes new work once drained", async () => {
     const q = await open({ maxQueued: 100, timeoutMs: 2000 });
     const settled = await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q.claim(i)));

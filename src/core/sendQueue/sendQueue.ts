@@ -32,6 +32,8 @@ export interface SendQueueOptions {
   onOverload?: (maxQueued: number) => void;
   /** told of every store call sent: its lane, how many items, its round trip, and whether it failed as a whole */
   onCall?: (call: StoreCall) => void;
+  /** the store before its first connection: what to wait on before a call's timeout starts (AdmissionStore.whenUsable) */
+  whenUsable?: () => Promise<void> | undefined;
 }
 
 /** One store call the queue sent (SPEC §9: its own round trip, never the wait in the queue). */
@@ -188,8 +190,14 @@ export class SendQueue {
       for (const w of group) this.answer(w, asStoreFailure(err));
       return;
     }
-    const sentAt = performance.now();
+    let sentAt = performance.now();
     try {
+      // a burst that arrives with the deploy goes out before the first connection: the wait for it is not the call's round trip
+      const connecting = this.options.whenUsable?.();
+      if (connecting) {
+        await connecting;
+        sentAt = performance.now();
+      }
       const results = await roundTrip(lane.run(group.map((w) => w.item)), lane.timeoutMs ?? this.options.timeoutMs);
       const ms = performance.now() - sentAt;
       this.paced(group.length, ms);

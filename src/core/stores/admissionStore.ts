@@ -177,5 +177,12 @@ export interface AdmissionStore {
   listSuppressions(indexKey: string, cursor: string, count: number): Promise<{ cursor: string; entries: string[] }>;
   state(): StoreState;
   onStateChange(listener: (state: StoreState) => void): () => void;
+  /**
+   * A remote store before its first connection: settles once it is usable
+   * (rejects, not_ready, when it is not within its grace); undefined when it
+   * can take calls now. The send queue waits on it before a call's timeout
+   * starts: waiting for the first connection is not the call's round trip.
+   */
+  whenUsable?(): Promise<void> | undefined;
   close(): Promise<void>;
 }

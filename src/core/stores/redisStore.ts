@@ -392,7 +392,10 @@ export class RedisStore implements AdmissionStore {
    */
   private async batch<I, O>(script: ScriptBatch<I, O>, items: readonly I[]): Promise<Settled<O>[]> {
     if (items.length === 0) return [];
-    await this.usable();
+    // no await when connected: the call is written before this tick ends, so a store that answers at once is read
+    // as soon as the tick is over, whatever else the tick still does (a burst's other msgs), not a tick later
+    const connecting = this.whenUsable();
+    if (connecting) await connecting;
     const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => script.keysOf(item)[0] as string) : [items.map((_, i) => i)];
     const out = new Array<Settled<O>>(items.length);
     await Promise.all(groups.map(async (indexes) => {
@@ -407,6 +410,10 @@ export class RedisStore implements AdmissionStore {
       }
     }));
     return out;
+  }
+
+  whenUsable(): Promise<void> | undefined {
+    return this.stateHolder.get() === "ready" ? undefined : this.usable();
   }
 
   /** Waits for the first connection (bounded); afterwards a down store fails at once. */
