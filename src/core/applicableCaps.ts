@@ -51,9 +51,10 @@ function appliesTo(rule: CapRule, send: Send): boolean {
 }
 
 /**
- * The caps of a send (`counterKey`: its recipient's counter hash, when the
- * caller has it, as a check does once for 50 candidates): the union of its channel's caps and the global ones,
- * narrowed by org, category, match and per (SPEC §4).
+ * The caps of a send: the union of its channel's caps and the global ones,
+ * narrowed by org, category, match and per (SPEC §4). `counterKey` is the
+ * recipient's counter hash when the caller has it already (a check makes it
+ * once for its 50 candidates).
  */
 export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock, counterKey?: string): ApplicableCap[] {
   const caps: ApplicableCap[] = [];

@@ -27,7 +27,11 @@ export class TotalCounterCache {
   private readonly names = new WeakMap<CapRule, { keyPrefix: string; orgs: Map<string, Level>; size: number }>();
   private readonly limits = new WeakMap<CapRule, QuotaLimit>();
 
-  /** Looked up org, then per value by value, read from the send's attributes (each present: appliesTo checked); no string or array is made per send: the lookup is the hot path. */
+  /**
+   * Looked up org, then per value by value, each read from the send's
+   * attributes (appliesTo checked they are there): no string or array is made
+   * per send, the lookup is the hot path.
+   */
   name(rule: CapRule, keyPrefix: string, org: string, attributes: Readonly<Record<string, string>>): TotalCounterName {
     let cached = this.names.get(rule);
     // a rule belongs to one cap-config, so one prefix; another prefix starts the rule's cache again
