@@ -6,6 +6,14 @@ import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/
 import { RedisStore } from "../../src/core/stores/redisStore";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+
+/** A full collection (mocha runs without --expose-gc). */
+function collectGarbage(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
 
 const CAP = [{ field: "c", windowMs: 60_000, max: 1 }];
 
@@ -105,6 +113,23 @@ describe("core/sendQueue against a real Redis", function () {
       const failed = settled.filter((s) => s.status === "rejected").map((s) => ((s as PromiseRejectedResult).reason as StoreUnavailableError).kind);
       assert.deepEqual(failed, [], `round ${round}`);
     }
+    await q.store.close();
+  });
+
+  it("lets go of each item once it is answered, not thousands of items later (the GC would promote them and copy them in every scavenge)", async () => {
+    const q = await open({ timeoutMs: 2000 });
+    const refs: WeakRef<ClaimRequest>[] = [];
+    // made in a function of its own, so this test's frame holds no item
+    const claimOne = async (i: number): Promise<void> => {
+      const item: ClaimRequest = { key: `${uniquePrefix("sq-gc")}:{o|r${i}}:c`, member: `m${i}`, token: 1, counters: CAP };
+      refs.push(new WeakRef(item));
+      await q.access.submit(q.lane, item);
+    };
+    // a few at a time, as light traffic sends them: the queue never reaches 4,096 items
+    for (let i = 0; i < 20; i++) await claimOne(i);
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    assert.deepEqual(refs.map((r) => r.deref() === undefined), refs.map(() => true), "no answered item is still held");
     await q.store.close();
   });
 
