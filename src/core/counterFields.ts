@@ -1,19 +1,9 @@
 import { capCounterField } from "./keys";
-import { ownValue } from "./ownKeys";
+import { PerValueTree, perValuesOf } from "./perValueTree";
 import type { CapRule } from "./rules";
 
-/** Past this many fields a rule's cache starts again (per values such as ad ids are unbounded). */
-const MAX_CACHED = 10_000;
-
-/** One level of a rule's cache: the field when the per values end here, and the levels below by the next value. */
-class Level {
-  field: string | undefined;
-  readonly next = new Map<string, Level>();
-}
-
 interface RuleFields {
-  root: Level;
-  size: number;
+  fields: PerValueTree<string>;
   /** the match attributes and their values, read once rather than per send */
   match: ReadonlyArray<readonly [string, readonly string[]]>;
 }
@@ -22,15 +12,15 @@ interface RuleFields {
  * A cap's counter field and match list are the same for every send with the
  * same per values, so they are made once per rule and values, not per send: a
  * check of 50 candidate ads over 3 caps names 150 fields, of which a handful
- * are new. Looked up value by value, so no string is built for the lookup.
+ * are new.
  */
 export class CounterFieldCache {
   private readonly rules = new WeakMap<CapRule, RuleFields>();
 
   private of(rule: CapRule): RuleFields {
     let cached = this.rules.get(rule);
-    if (!cached || cached.size >= MAX_CACHED) {
-      cached = { root: new Level(), size: 0, match: cached?.match ?? Object.entries(rule.match) };
+    if (!cached) {
+      cached = { fields: new PerValueTree<string>(), match: Object.entries(rule.match) };
       this.rules.set(rule, cached);
     }
     return cached;
@@ -43,22 +33,8 @@ export class CounterFieldCache {
 
   /** `capCounterField(rule.id, per values)`, the values read from `attributes` (each present: appliesTo checked). */
   field(rule: CapRule, attributes: Readonly<Record<string, string>>): string {
-    const cached = this.of(rule);
-    let level = cached.root;
-    for (let i = 0; i < rule.per.length; i++) {
-      const value = ownValue(attributes, rule.per[i] as string) as string;
-      let below = level.next.get(value);
-      if (!below) {
-        below = new Level();
-        level.next.set(value, below);
-      }
-      level = below;
-    }
-    if (level.field === undefined) {
-      level.field = capCounterField(rule.id, rule.per.map((a) => ownValue(attributes, a) as string));
-      cached.size += 1;
-    }
-    return level.field;
+    const node = this.of(rule).fields.at(rule, attributes);
+    return (node.value ??= capCounterField(rule.id, perValuesOf(rule, attributes)));
   }
 }
 
