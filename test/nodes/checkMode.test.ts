@@ -157,6 +157,32 @@ for (const kind of STORE_KINDS) {
       }
     });
 
+    it("a burst: 6,000 impression events in one tick (each twice), then 2,000 checks in one tick, each viewer answered by its own count", async function () {
+      this.timeout(90_000);
+      const flow = await deployCheckFlow(on(`burst-${kind}`));
+      const viewers = Array.from({ length: 2000 }, (_, i) => `burst-viewer-${i}`);
+      // viewer-i saw ad9 (i % 4) times, each event delivered twice: counted once
+      const events = viewers.flatMap((v, i) => Array.from({ length: i % 4 }, (_, n) => impression(ad(9), `${v}-e${n}`, v)));
+      const recorder = helper.getNode("recorder") as NonNullable<ReturnType<typeof helper.getNode>>;
+      for (const e of [...events, ...events]) recorder.receive({ ...e });
+      await flow.out.until(events.length * 2, 60_000);
+      assert.equal(flow.out.of("caught").length, 0, "no store error");
+      const checker = helper.getNode("checker") as NonNullable<ReturnType<typeof helper.getNode>>;
+      const before = flow.out.total();
+      // ad1, never seen, beside ad9: every answer names both
+      for (const v of viewers) checker.receive({ recipient: v, channel: "in_app", candidates: [ad(9), ad(1)] });
+      await flow.out.until(before + viewers.length, 60_000);
+      const answerOf = new Map(flow.out.sequence.slice(before).map(({ msg }) => [msg.recipient as string, msg]));
+      assert.equal(answerOf.size, viewers.length, "every check answered once");
+      for (const [i, v] of viewers.entries()) {
+        const answer = answerOf.get(v) as Msg;
+        const seen = i % 4;
+        assert.deepEqual({ ...(answer.remaining as object) }, { ad9: 3 - seen, ad1: 3 }, `${v} remaining`);
+        assert.equal((answer.eligible as Record<string, boolean>).ad9, seen < 3, `${v} eligible`);
+        assert.equal((answer.admission as { reason?: string }).reason, undefined, `${v}: no fail_open`);
+      }
+    });
+
     it("sends bad candidates to Catch, naming the index", async () => {
       const flow = await deployCheckFlow(on(`bad-${kind}`));
       const message = async (candidates: unknown) => {
