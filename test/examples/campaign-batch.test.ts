@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Node, NodeMessage } from "node-red";
 import { gateNodes, helper } from "../support/nodeRed";
+import { helperSuite } from "../support/helperSuite";
 import { nodeNamed, onlyNode, readExample } from "../support/exampleFlow";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -26,9 +27,7 @@ const contact = (n: number) => `contact-${String(n).padStart(4, "0")}`;
  */
 describe("examples/campaign-batch.json", function () {
   this.timeout(120_000);
-  before(() => helper.startServer());
-  after(() => helper.stopServer());
-  afterEach(() => helper.unload());
+  helperSuite();
 
   it("reports every one of 5,000 contacts: 300 and 20 capped by the marketing cap and the backstop, 50 opted out, 4,630 sent", async () => {
     const flow = readExample("campaign-batch.json");

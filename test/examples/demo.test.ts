@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EditorComms } from "../support/editorComms";
-import { helper } from "../support/nodeRed";
+import { helperSuite } from "../support/helperSuite";
 import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
 import { admissionOf, ExampleRun } from "../support/exampleRun";
 import { readExample, type FlowNode } from "../support/exampleFlow";
@@ -92,9 +92,7 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
   });
 
   describe("in the test helper", () => {
-    before(() => helper.startServer());
-    after(() => helper.stopServer());
-    afterEach(() => helper.unload());
+    helperSuite();
 
     it("caps marketing SMS at 3 while OTPs and a P0 alert pass, and sends a send without recipient to the Catch", async () => {
       const run = await ExampleRun.load(demo);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { helper, type Msg } from "../support/nodeRed";
+import type { Msg } from "../support/nodeRed";
+import { helperSuite } from "../support/helperSuite";
 import { admissionOf, ExampleRun } from "../support/exampleRun";
 import { readExample } from "../support/exampleFlow";
 
@@ -13,9 +14,7 @@ const capIds = (list: Msg[]) => list.map((m) => admissionOf(m).cap_id);
 
 describe("examples/frequency-cap-demo.json", function () {
   this.timeout(30_000);
-  before(() => helper.startServer());
-  after(() => helper.stopServer());
-  afterEach(() => helper.unload());
+  helperSuite();
 
   it("①–④: marketing capped at 3, OTPs go until the backstop's 10, a P0 alert still goes, no recipient reaches the Catch", async () => {
     const run = await ExampleRun.load(flow);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { helper, type Msg } from "../support/nodeRed";
+import type { Msg } from "../support/nodeRed";
+import { helperSuite } from "../support/helperSuite";
 import { admissionOf, ExampleRun, injectProps } from "../support/exampleRun";
 import { readExample } from "../support/exampleFlow";
 import { clearOfBoundary, QUIET, quietRecipientAt, THREE_ZONES } from "../support/threeZones";
@@ -18,9 +19,7 @@ const capIds = (list: Msg[]) => list.map((m) => admissionOf(m).cap_id);
 
 describe("examples/push-governor.json", function () {
   this.timeout(90_000);
-  before(() => helper.startServer());
-  after(() => helper.stopServer());
-  afterEach(() => helper.unload());
+  helperSuite();
 
   it("①–④: the topic cap, then tier P2's, then the global cap refuse alice, each named; a P0 passcode still goes, exempt", async () => {
     const run = await ExampleRun.load(flow);

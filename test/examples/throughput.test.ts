@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { helper, type Msg } from "../support/nodeRed";
+import type { Msg } from "../support/nodeRed";
+import { helperSuite } from "../support/helperSuite";
 import { admissionOf, ExampleRun } from "../support/exampleRun";
 import { readExample } from "../support/exampleFlow";
 
@@ -14,9 +15,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("examples/throughput.json", function () {
   this.timeout(30_000);
-  before(() => helper.startServer());
-  after(() => helper.stopServer());
-  afterEach(() => helper.unload());
+  helperSuite();
 
   it("①–④: the skip gate passes the burst and refuses the rest with the wait; the queue gate paces, and drops or sends what it holds on reset and flush", async () => {
     const run = await ExampleRun.load(flow);
