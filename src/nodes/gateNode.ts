@@ -4,6 +4,7 @@ import type { CapService } from "../core/capService";
 import type { GateCounts } from "../core/metrics/gateCounts";
 import { GATE_OUTPUTS } from "../core/metrics/labels";
 import { OutputOrder } from "../core/outputOrder";
+import { Intake, type Backlog } from "../core/sendQueue/intake";
 import type { GateStatus } from "./gateStatus";
 import { releaseHandler } from "./holding";
 import type { AdmittedMsg } from "./refusal";
@@ -54,10 +55,15 @@ export type LineUp = (recipient: { org: string; recipient: string }) => void;
  * order the store answers them in. With `counts`, every msg is counted by the
  * output it leaves and every msg sent to Catch by why (the metrics and the
  * editor's sidebar); a gate removed from the flows takes its counts with it.
+ * A burst waits in the gate's intake (at most MAX_ACTIVE msgs are begun at
+ * once), counted in the cap-config's send queue (`backlog`) towards maxQueued.
  */
-export function serveGate(node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[], metrics?: { counts: GateCounts; forget: () => void }): void {
+export function serveGate(
+  node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[],
+  metrics?: { counts: GateCounts; forget: () => void }, backlog?: Backlog,
+): void {
   const order = new OutputOrder();
-  node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => {
+  const intake = new Intake<NodeMessageInFlow, SendFn, Done>((msg, send, done) => {
     const place = order.place();
     const counted = countingSend(send, metrics?.counts);
     const ordered: SendFn = (out) => place.emit(() => counted(out));
@@ -67,14 +73,20 @@ export function serveGate(node: Node, status: GateStatus, handle: (msg: Admitted
         status.error(err.message.slice(0, 60));
         metrics?.counts.failed(err);
       }
-      done(err);
+      try {
+        done(err);
+      } finally {
+        intake.leave();
+      }
     };
     handle(msg as AdmittedMsg, ordered, lineUp).then(
       () => { const later = place.leave(); if (later) void later.then(() => finish()); else finish(); },
       (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
     );
-  });
+  }, backlog);
+  node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => intake.enter(msg, send, done));
   node.on("close", (removed: boolean, done: () => void) => {
+    intake.flush();
     if (removed) metrics?.forget();
     Promise.allSettled(cleanups.map((cleanup) => cleanup?.())).then(() => {
       status.stop();

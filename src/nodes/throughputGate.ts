@@ -258,7 +258,7 @@ export default function register(RED: NodeAPI): void {
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
     }
 
-    serveGate(node, status, handle, stops, metrics);
+    serveGate(node, status, handle, stops, metrics, service?.access.queue);
   }
 
   RED.nodes.registerType(GATE, ThroughputGate);

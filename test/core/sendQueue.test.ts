@@ -6,14 +6,7 @@ import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/
 import { RedisStore } from "../../src/core/stores/redisStore";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
-
-/** A full collection (mocha runs without --expose-gc). */
-function collectGarbage(): void {
-  setFlagsFromString("--expose-gc");
-  (runInNewContext("gc") as () => void)();
-}
+import { collectGarbage } from "../support/gc";
 
 const CAP = [{ field: "c", windowMs: 60_000, max: 1 }];
 

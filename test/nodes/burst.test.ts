@@ -5,6 +5,8 @@ import { deployGateFlow, type GateFlow } from "../support/gateFlow";
 import { dropPrefix, sleep, uniquePrefix } from "../support/redis";
 import { helperSuiteWithRedis } from "../support/helperSuite";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
+import { collectGarbage } from "../support/gc";
+import type { CapConfigNode } from "../../src/nodes/capConfig";
 
 const RECIPIENTS = 10_000;
 const ONE_PER_TEN_MINUTES = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
@@ -97,6 +99,27 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     const warned = (helper.log() as unknown as { args: [{ level: number; msg: unknown }][] }).args
       .filter(([e]) => e.level === 30 && String(e.msg).includes("maxQueued"));
     assert.equal(warned.length, 1, "warned once for the episode");
+    await dropPrefix(redis, keyPrefix);
+  });
+
+  it("waits in the gate's intake, not as 20,000 claims begun at once: under 1.5 KB of heap per waiting msg, each counted in the send queue", async () => {
+    const keyPrefix = uniquePrefix("burst-intake");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
+    const msgs = Array.from({ length: RECIPIENTS * 2 }, (_, i) => ({ recipient: `user-${i % RECIPIENTS}`, channel: "sms", messageId: `m${i}` }));
+    const queue = (helper.getNode("cfg0") as CapConfigNode).service?.access.queue;
+    collectGarbage();
+    const before = process.memoryUsage().heapUsed;
+    for (const msg of msgs) flow.send(msg);
+    // still the burst's tick: no answer has come, every msg is in the gate
+    const queued = queue?.length;
+    collectGarbage();
+    const perMsg = (process.memoryUsage().heapUsed - before) / msgs.length;
+    // begun at once, each msg held its parse, claim, promises and closures: ~4 KB
+    assert.ok(perMsg < 1500, `${Math.round(perMsg)} B of heap per msg in the gate`);
+    assert.equal(queued, msgs.length, "waiting msgs count towards maxQueued and the status");
+    await flow.out.until(msgs.length, 90_000);
+    assertExact(flow);
+    assert.equal(queue?.length, 0);
     await dropPrefix(redis, keyPrefix);
   });
 

@@ -2,6 +2,7 @@ import { StoreUnavailableError } from "../errors";
 import type { Settled } from "../stores/admissionStore";
 import { asStoreFailure } from "../storeFaults";
 import type { CircuitBreaker } from "../storeGuard";
+import type { Backlog } from "./intake";
 import { roundTrip } from "./roundTrip";
 
 /** One kind of store call that many msgs' items share: `run` answers a batch of them in one round trip. */
@@ -70,12 +71,14 @@ interface Waiting {
  * order they came, and a lane answers a batch in its order, so the sends of
  * one recipient are judged in arrival order.
  */
-export class SendQueue {
+export class SendQueue implements Backlog {
   private waiting: Waiting[] = [];
   private head = 0;
   private inFlight = 0;
   /** items waiting or in flight */
   private pending = 0;
+  /** msgs waiting in its gates' intakes, not yet begun: they count towards maxQueued too */
+  private outside = 0;
   private scheduled = false;
   private overloaded = false;
   private readonly listeners = new Set<(length: number) => void>();
@@ -89,9 +92,18 @@ export class SendQueue {
     this.batchLimit = options.maxBatch;
   }
 
-  /** items waiting or in flight */
+  /** items waiting or in flight, and msgs waiting in its gates' intakes */
   get length(): number {
-    return this.pending;
+    return this.pending + this.outside;
+  }
+
+  full(): boolean {
+    return this.pending + this.outside >= this.options.maxQueued;
+  }
+
+  waitingMsgs(delta: number): void {
+    this.outside += delta;
+    this.notify();
   }
 
   /** Called with the length as batches go out and come back. */
@@ -101,7 +113,7 @@ export class SendQueue {
   }
 
   submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
-    if (lane.bounded && this.pending >= this.options.maxQueued) {
+    if (lane.bounded && this.full()) {
       if (!this.overloaded) {
         this.overloaded = true;
         this.options.onOverload?.(this.options.maxQueued);
@@ -177,7 +189,7 @@ export class SendQueue {
   /** An item is answered: it no longer counts towards maxQueued (an overload episode ends once none is left). */
   private answer(waiting: Waiting, failure: StoreUnavailableError | undefined, result?: unknown): void {
     this.pending--;
-    if (this.pending === 0) this.overloaded = false;
+    if (this.pending + this.outside === 0) this.overloaded = false;
     if (failure) waiting.reject(failure);
     else waiting.resolve(result);
   }
@@ -240,6 +252,6 @@ export class SendQueue {
   }
 
   private notify(): void {
-    for (const listener of this.listeners) listener(this.pending);
+    for (const listener of this.listeners) listener(this.pending + this.outside);
   }
 }
