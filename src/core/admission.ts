@@ -93,17 +93,38 @@ export interface CapGateContext {
   now: Date;
 }
 
+type Deferral = Pick<Admission, "deferrals" | "first_deferred_at">;
+const NOT_DEFERRED: Readonly<Deferral> = Object.freeze({});
+
 /** What a msg's admission keeps from gate to gate (and round the chain after a deferral). */
-export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[]; deferral: Pick<Admission, "deferrals" | "first_deferred_at"> } {
-  const prev = (typeof previous === "object" && previous !== null ? previous : {}) as Partial<Admission>;
+export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[]; deferral: Readonly<Deferral> } {
+  // the first gate of a chain (most msgs): nothing to carry
+  if (typeof previous !== "object" || previous === null) return { claims: [], trail: [], deferral: NOT_DEFERRED };
+  const prev = previous as Partial<Admission>;
+  const deferrals = typeof prev.deferrals === "number" ? prev.deferrals : undefined;
+  const since = typeof prev.first_deferred_at === "string" ? prev.first_deferred_at : undefined;
+  let deferral: Readonly<Deferral> = NOT_DEFERRED;
+  if (deferrals !== undefined && since !== undefined) deferral = { deferrals, first_deferred_at: since };
+  else if (deferrals !== undefined) deferral = { deferrals };
+  else if (since !== undefined) deferral = { first_deferred_at: since };
   return {
-    claims: Array.isArray(prev.claims) ? [...prev.claims] : [],
-    trail: Array.isArray(prev.trail) ? [...prev.trail] : [],
-    deferral: {
-      ...(typeof prev.deferrals === "number" ? { deferrals: prev.deferrals } : {}),
-      ...(typeof prev.first_deferred_at === "string" ? { first_deferred_at: prev.first_deferred_at } : {}),
-    },
+    claims: Array.isArray(prev.claims) ? prev.claims.slice() : [],
+    trail: Array.isArray(prev.trail) ? prev.trail.slice() : [],
+    deferral,
   };
+}
+
+let isoMs = Number.NaN;
+let isoText = "";
+
+/** `at` as an ISO string; the msgs of one burst share a millisecond, and its string. */
+export function isoAt(at: Date): string {
+  const ms = at.getTime();
+  if (ms !== isoMs) {
+    isoText = at.toISOString();
+    isoMs = ms;
+  }
+  return isoText;
 }
 
 export function seconds(ms: number | null): number | null {
@@ -131,8 +152,7 @@ export function failReason(error: StoreUnavailableError): "overloaded" | "fail_o
 /** The msg.admission a frequency-cap gate writes for its decision, keeping earlier gates' claims and trail. */
 export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapGateContext): Admission {
   const { claims, trail, deferral } = carried(previous);
-  const at = ctx.now.toISOString();
-  const base = { gate: ctx.gate, claims, trail, ...deferral };
+  const at = isoAt(ctx.now);
 
   switch (decision.kind) {
     case "exempt":
@@ -144,25 +164,37 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       if (decision.kind === "fail_open") for (const taken of decision.totals ?? []) claims.push(totalClaim(ctx, taken, decision.attempt?.member ?? "", at));
       const reason = decision.kind === "exempt" ? "exempt" : failReason(decision.error);
       trail.push({ gate: ctx.gate, status: "allowed", reason, at });
-      return { status: "allowed", reason, ...base };
+      return { status: "allowed", reason, gate: ctx.gate, claims, trail, ...deferral };
     }
     case "allowed": {
+      // every msg that passes comes here: loops and one object of a fixed shape, not spreads and closures
       const { caps, outcome } = decision;
+      const counters = outcome.counters;
       // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt,
       // and a shadow cap that would have refused took none
-      const taken = caps.filter((_, i) => outcome.counters[i]?.alreadyHeld === false && outcome.counters[i]?.wouldRefuse !== true);
-      if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.attempt, at));
-      trail.push({ gate: ctx.gate, status: "allowed", at });
+      const taken: ApplicableCap[] = [];
       // free slots of the enforced caps: shadow caps never stop a send
       let remaining: number | undefined;
-      caps.forEach((c, i) => {
-        if (c.rule.enforcement === "shadow") return;
-        const left = Math.max(0, c.max - (outcome.counters[i]?.count ?? 0));
+      for (let i = 0; i < caps.length; i++) {
+        const cap = caps[i] as ApplicableCap;
+        const counter = counters[i];
+        if (counter?.alreadyHeld === false && counter.wouldRefuse !== true) taken.push(cap);
+        if (cap.rule.enforcement === "shadow") continue;
+        const left = Math.max(0, cap.max - (counter?.count ?? 0));
         remaining = remaining === undefined ? left : Math.min(remaining, left);
-      });
-      for (const taken of decision.totals ?? []) claims.push(totalClaim(ctx, taken, decision.attempt.member, at));
-      const shadow = [...shadowRefusals(caps, outcome), ...(decision.shadowTotals ?? [])];
-      return { status: "allowed", ...base, ...(remaining !== undefined ? { remaining } : {}), ...(shadow.length > 0 ? { shadow } : {}) };
+      }
+      if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.attempt, at));
+      trail.push({ gate: ctx.gate, status: "allowed", at });
+      const totals = decision.totals;
+      if (totals) for (let i = 0; i < totals.length; i++) claims.push(totalClaim(ctx, totals[i] as TotalTaken, decision.attempt.member, at));
+      const admission: Admission = { status: "allowed", gate: ctx.gate, claims, trail };
+      if (deferral.deferrals !== undefined) admission.deferrals = deferral.deferrals;
+      if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;
+      if (remaining !== undefined) admission.remaining = remaining;
+      const shadow = shadowRefusals(caps, outcome);
+      if (decision.shadowTotals) shadow.push(...decision.shadowTotals);
+      if (shadow.length > 0) admission.shadow = shadow;
+      return admission;
     }
     case "capped": {
       const binding = decision.blocking[0];
@@ -179,7 +211,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       return {
         status: "skipped",
         reason: "frequency_capped",
-        ...base,
+        gate: ctx.gate, claims, trail, ...deferral,
         cap_id: binding.rule.id,
         frequency_cap_id: binding.rule.id,
         blocking_cap_ids: decision.blocking.map((b) => b.rule.id),
@@ -201,7 +233,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
 /** The msg.admission the suppression-gate writes for its decision. */
 export function suppressionAdmission(decision: SuppressionDecision, previous: unknown, ctx: CapGateContext): Admission {
   const { claims, trail, deferral } = carried(previous);
-  const at = ctx.now.toISOString();
+  const at = isoAt(ctx.now);
   const base = { gate: ctx.gate, claims, trail, ...deferral };
   switch (decision.kind) {
     case "fail_open": {
@@ -242,7 +274,7 @@ export function suppressionAdmission(decision: SuppressionDecision, previous: un
 /** The msg.admission of a send inside its recipient's quiet window (allowed ones use allowedAdmission). */
 export function quietAdmission(previous: unknown, untilMs: number, disposition: string, ctx: { gate: string; channel: string; now: Date }): Admission {
   const { claims, trail, deferral } = carried(previous);
-  const at = ctx.now.toISOString();
+  const at = isoAt(ctx.now);
   const retry = Number.isFinite(untilMs) ? seconds(untilMs - ctx.now.getTime()) : null;
   const quietUntil = Number.isFinite(untilMs) ? new Date(untilMs).toISOString() : null;
   trail.push({ gate: ctx.gate, status: "skipped", reason: "quiet_hours", at });
@@ -260,7 +292,7 @@ export function quietAdmission(previous: unknown, untilMs: number, disposition: 
 /** An allowed verdict of a gate that claims nothing (quiet hours, a check), with an optional reason (exempt, a failed store). */
 export function allowedAdmission(previous: unknown, ctx: { gate: string; now: Date }, reason?: "exempt" | "fail_open" | "overloaded"): Admission {
   const { claims, trail, deferral } = carried(previous);
-  trail.push({ gate: ctx.gate, status: "allowed", ...(reason ? { reason } : {}), at: ctx.now.toISOString() });
+  trail.push({ gate: ctx.gate, status: "allowed", ...(reason ? { reason } : {}), at: isoAt(ctx.now) });
   return { status: "allowed", gate: ctx.gate, claims, trail, ...deferral, ...(reason ? { reason } : {}) };
 }
 

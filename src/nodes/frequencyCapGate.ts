@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
-import { allowedAdmission, capAdmission, carried, failReason } from "../core/admission";
+import { allowedAdmission, capAdmission, carried, failReason, isoAt } from "../core/admission";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
 import { ownValue } from "../core/ownKeys";
@@ -119,7 +119,7 @@ export default function register(RED: NodeAPI): void {
       const sendData = await readSend(msg, service, lineUp);
       const result = await service.engine.record(sendData);
       const { claims, trail } = carried(msg.admission);
-      const at = new Date().toISOString();
+      const at = isoAt(new Date());
       if (result instanceof Error) {
         status.failOpen();
         status.recorded();
@@ -128,7 +128,7 @@ export default function register(RED: NodeAPI): void {
         status.recorded();
         trail.push({ gate: GATE, status: "recorded", ...(result === "exempt" ? { reason: "exempt" as const } : {}), at });
       }
-      msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims, trail };
+      msg.admission = msg.admission ? { ...msg.admission, claims, trail } : { status: "allowed", gate: GATE, claims, trail };
       send([msg, null, null]);
     }
 
