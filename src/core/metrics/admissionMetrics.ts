@@ -135,7 +135,7 @@ export class AdmissionMetrics {
     });
     new Gauge({
       name: "sendgate_send_queue_length",
-      help: "Store calls of msgs waiting in the cap-config's send queue or in flight",
+      help: "Store calls of msgs waiting in the cap-config's send queue or in flight, and msgs waiting in its gates' intakes",
       registers,
       collect() { this.set(source()?.queueLength() ?? 0); },
     });
