@@ -54,9 +54,13 @@ function appliesTo(rule: CapRule, send: Send): boolean {
  * The caps of a send: the union of its channel's caps and the global ones,
  * narrowed by org, category, match and per (SPEC §4). `counterKey` is the
  * recipient's counter hash when the caller has it already (a check makes it
- * once for its 50 candidates).
+ * once for its 50 candidates). `shared` holds the caps already made for this
+ * recipient and send by counter field: a check's candidates share most of
+ * their counters (one campaign, one category), and each is made once.
  */
-export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock, counterKey?: string): ApplicableCap[] {
+export function applicableCaps(
+  rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock, counterKey?: string, shared?: Map<string, ApplicableCap>,
+): ApplicableCap[] {
   const caps: ApplicableCap[] = [];
   let key = counterKey;
   for (const rule of rules) {
@@ -65,18 +69,26 @@ export function applicableCaps(rules: readonly CapRule[], send: Send, keyPrefix:
       caps.push(totalCap(rule, send, keyPrefix, clock));
       continue;
     }
-    const own = ownValue(send.recipientLimits, rule.id);
-    key ??= capCounterKey(keyPrefix, send.org, recipientKey);
-    const field = counterFields.field(rule, send.attributes);
-    const max = own === undefined ? rule.max_count : Math.min(rule.max_count, own);
-    if (rule.window_type === "rolling") {
-      caps.push({ rule, key, field, max, windowMs: rule.window_seconds * 1000 });
-      continue;
-    }
     // one counter whatever the zone: each send counts what the recipient got since its own local midnight (or Monday)
     if (rule.window_type === "lifetime") continue;
-    const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), send.timezone ?? clock?.defaultZone ?? "UTC");
-    caps.push({ rule, key, field, max, windowMs: period.endMs - period.startMs, startMs: period.startMs, resetAt: period.endMs });
+    const field = counterFields.field(rule, send.attributes);
+    const made = shared?.get(field);
+    if (made) {
+      caps.push(made);
+      continue;
+    }
+    const own = ownValue(send.recipientLimits, rule.id);
+    key ??= capCounterKey(keyPrefix, send.org, recipientKey);
+    const max = own === undefined ? rule.max_count : Math.min(rule.max_count, own);
+    let cap: ApplicableCap;
+    if (rule.window_type === "rolling") {
+      cap = { rule, key, field, max, windowMs: rule.window_seconds * 1000 };
+    } else {
+      const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), send.timezone ?? clock?.defaultZone ?? "UTC");
+      cap = { rule, key, field, max, windowMs: period.endMs - period.startMs, startMs: period.startMs, resetAt: period.endMs };
+    }
+    shared?.set(field, cap);
+    caps.push(cap);
   }
   return caps;
 }

@@ -166,10 +166,11 @@ export class CapEngine {
     // one recipient for every candidate: its token (an HMAC when hashing) is made once per check
     const recipient = recipientToken(send.recipient, this.options.hmacSecret);
     const counterKey = capCounterKey(this.options.keyPrefix, send.org, recipient);
-    const capsOf = (s: Send): ApplicableCap[] => applicableCaps(enforced, s, this.options.keyPrefix, recipient, undefined, counterKey);
-    const subjects = candidates ? candidates.map((c) => capsOf(candidateSend(send, c))) : [capsOf(send)];
-    // candidates share caps (one campaign, one category): each counter is read once
+    // candidates share caps (one campaign, one category): each cap is made once, and each counter read once
     const counters = new Map<string, ApplicableCap>();
+    const capsOf = (s: Send): ApplicableCap[] => applicableCaps(enforced, s, this.options.keyPrefix, recipient, undefined, counterKey, counters);
+    const subjects = candidates ? candidates.map((c) => capsOf(candidateSend(send, c))) : [capsOf(send)];
+    // total caps are not shared by applicableCaps
     for (const caps of subjects) for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
     const all = [...counters.values()];
     if (all.length === 0) return Promise.resolve({ kind: "checked", verdicts: subjects.map(() => ({ eligible: true, remaining: null })) });
