@@ -1,13 +1,22 @@
 import assert from "node:assert/strict";
 import { Intake, type Backlog } from "../../src/core/sendQueue/intake";
 
-/** A backlog that counts what the intake tells it, full at `max` (waiting msgs plus `pending`). */
-function countingBacklog(max: number): Backlog & { waiting: number; pending: number } {
+/** A backlog that counts what the intake tells it, full at `max` (waiting msgs plus `pending`); `refused` is true while a refused msg begins. */
+function countingBacklog(max: number): Backlog & { waiting: number; pending: number; refused: boolean } {
   return {
     waiting: 0,
     pending: 0,
+    refused: false,
     full() { return this.waiting + this.pending >= max; },
     waitingMsgs(delta) { this.waiting += delta; },
+    refusing(begin) {
+      this.refused = true;
+      try {
+        begin();
+      } finally {
+        this.refused = false;
+      }
+    },
   };
 }
 
@@ -62,14 +71,27 @@ describe("core/intake: a gate's line of msgs not yet begun", () => {
     assert.equal(backlog.waiting, 0);
   });
 
-  it("begins a msg at once when the queue is full, so the send queue refuses it as overloaded rather than holding it", () => {
+  it("keeps a msg that arrives past the bound in its place, out of the count, and begins it refused in its turn", () => {
     const backlog = countingBacklog(4);
-    const begun: number[] = [];
-    const intake = new Intake<number, null, null>((msg) => { begun.push(msg); }, backlog, 2);
+    const begun: string[] = [];
+    const intake = new Intake<number, null, null>((msg) => { begun.push(backlog.refused ? `${msg} refused` : String(msg)); }, backlog, 2);
     for (let i = 0; i < 8; i++) intake.enter(i, null, null);
-    // 0 and 1 are active, 2..5 wait (the queue is full at 4), 6 and 7 begin at once
-    assert.deepEqual(begun, [0, 1, 6, 7]);
+    // 0 and 1 are active, 2..5 wait and count (the queue is full at 4), 6 and 7 wait refused and count for nothing
+    assert.deepEqual(begun, ["0", "1"]);
     assert.equal(backlog.waiting, 4);
+    assert.equal(intake.waiting, 6);
+    for (let i = 0; i < 8; i++) intake.leave();
+    assert.deepEqual(begun, ["0", "1", "2", "3", "4", "5", "6 refused", "7 refused"], "in arrival order: a refused msg overtakes none");
+    assert.equal(backlog.waiting, 0);
+  });
+
+  it("begins a msg at once while fewer than maxActive are begun, full queue or not (the queue refuses its calls itself)", () => {
+    const backlog = countingBacklog(0);
+    const begun: string[] = [];
+    const intake = new Intake<number, null, null>((msg) => { begun.push(backlog.refused ? `${msg} refused` : String(msg)); }, backlog, 2);
+    intake.enter(0, null, null);
+    intake.enter(1, null, null);
+    assert.deepEqual(begun, ["0", "1"]);
   });
 
   it("on flush begins every waiting msg, none lost", () => {

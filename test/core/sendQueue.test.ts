@@ -4,6 +4,7 @@ import { StoreUnavailableError } from "../../src/core/errors";
 import { StoreAccess } from "../../src/core/storeAccess";
 import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
 import { RedisStore } from "../../src/core/stores/redisStore";
+import type { SendQueue } from "../../src/core/sendQueue/sendQueue";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";
 import { collectGarbage } from "../support/gc";
@@ -135,6 +136,27 @@ describe("core/sendQueue against a real Redis", function () {
     assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 1);
     await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q.claim(1000 + i)));
     assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 2, "a second episode, a second warning");
+    await q.store.close();
+  });
+
+  it("counts msgs waiting in gates' intakes towards maxQueued, and refuses the bounded calls a refused msg makes in its turn, not its give-backs", async () => {
+    const q = await open({ maxQueued: 10, timeoutMs: 2000 });
+    const queue = q.access.queue as SendQueue;
+    queue.waitingMsgs(10);
+    assert.equal(queue.full(), true);
+    assert.equal(queue.length, 10);
+    await assert.rejects(q.claim(0), (err: StoreUnavailableError) => err.kind === "overloaded");
+    queue.waitingMsgs(-10);
+    const giveBacks = q.access.lane<ClaimRequest, ClaimOutcome>("give-back", (s, items) => s.claim(items), { bounded: false });
+    let refused: Promise<unknown> | undefined;
+    let givenBack: Promise<unknown> | undefined;
+    queue.refusing(() => {
+      refused = q.claim(1);
+      givenBack = q.access.submit(giveBacks, { key: `${uniquePrefix("sq")}:{o|g}:c`, member: "g", token: 1, counters: CAP });
+    });
+    await assert.rejects(refused as Promise<unknown>, (err: StoreUnavailableError) => err.kind === "overloaded");
+    assert.equal(((await givenBack) as ClaimOutcome).allowed, true, "work already begun is never refused");
+    assert.equal((await q.claim(2)).allowed, true, "once it has begun, the next msg is judged");
     await q.store.close();
   });
 

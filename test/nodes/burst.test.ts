@@ -78,7 +78,7 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     await dropPrefix(redis, keyPrefix);
   });
 
-  it("past maxQueued, gives the msgs beyond the bound reason overloaded and exact verdicts to the rest", async () => {
+  it("past maxQueued, gives the msgs beyond the bound reason overloaded and exact verdicts to the rest, each recipient in order", async () => {
     const keyPrefix = uniquePrefix("burst-bound");
     const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
     const recipients = 2_500;
@@ -95,6 +95,14 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     for (const { id, msg } of judged) verdicts.set(String(msg.recipient), [...(verdicts.get(String(msg.recipient)) ?? []), id]);
     for (const [recipient, got] of verdicts) {
       assert.equal(got.filter((v) => v === "allowed").length, 1, `${recipient}: ${got.join(",")}`);
+    }
+    // a msg refused past the bound waits its turn: it never overtakes its recipient's earlier msg, still waiting to be judged
+    const lastSent = new Map<string, number>();
+    for (const { msg } of flow.out.sequence) {
+      const sent = Number(String(msg.messageId).slice(1));
+      const before = lastSent.get(String(msg.recipient));
+      assert.ok(before === undefined || before < sent, `${String(msg.recipient)}: m${sent} (${String(reasonOf(msg))}) left before m${before}`);
+      lastSent.set(String(msg.recipient), sent);
     }
     const warned = (helper.log() as unknown as { args: [{ level: number; msg: unknown }][] }).args
       .filter(([e]) => e.level === 30 && String(e.msg).includes("maxQueued"));

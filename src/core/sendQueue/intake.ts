@@ -4,6 +4,8 @@ export interface Backlog {
   full(): boolean;
   /** the msgs waiting in an intake went up or down by `delta` */
   waitingMsgs(delta: number): void;
+  /** runs `begin` with every bounded call it makes at once refused as overloaded */
+  refusing(begin: () => void): void;
 }
 
 /**
@@ -17,22 +19,28 @@ export const MAX_ACTIVE = 512;
 /** the line lets go of the slots before its head once they are this many and half of it */
 const COMPACT_AFTER = 4096;
 
+/** slots a waiting msg takes in the line: msg, send, done, refused */
+const SLOTS = 4;
+
 /**
  * A gate's line of msgs not yet begun. A split node hands a gate its whole
  * burst in one tick; begun at once, every msg would keep its parsed send, its
  * claim, its promises and closures (about 4 KB) until the store answers it,
  * and the garbage collector would copy 100,000 of them at every scavenge (a
  * third of the drain time, 600 MB of heap). So at most `maxActive` msgs are
- * begun; the others wait as the runtime handed them (msg, send, done, three
- * slots of an array) and begin in arrival order as earlier ones finish.
+ * begun; the others wait as the runtime handed them (msg, send, done: slots
+ * of an array) and begin in arrival order as earlier ones finish.
  *
  * A msg that arrives while its cap-config's queue is full (`Backlog.full`)
- * begins at once, so the send queue refuses it as overloaded and the fail
- * mode decides, as SPEC §9 says: it does not wait behind the line.
+ * is refused: it takes its place in the line like any other (so it never
+ * overtakes its recipient's earlier msgs) but counts for nothing in the
+ * queue, and in its turn it begins with its store calls refused as
+ * overloaded, so the fail mode decides (SPEC §9). A gate that reaches the
+ * store only after an await (a JSONata field) judges such a msg normally.
  */
 export class Intake<M, S, D> {
-  /** msg, send, done of each waiting msg, flat */
-  private line: (M | S | D | undefined)[] = [];
+  /** msg, send, done, refused of each waiting msg, flat */
+  private line: (M | S | D | boolean | undefined)[] = [];
   private head = 0;
   private active = 0;
 
@@ -44,18 +52,20 @@ export class Intake<M, S, D> {
 
   /** msgs waiting to begin */
   get waiting(): number {
-    return (this.line.length - this.head) / 3;
+    return (this.line.length - this.head) / SLOTS;
   }
 
-  /** A msg has come in: begun now while fewer than maxActive are, or the queue is full; else it waits its turn. */
+  /** A msg has come in: begun now while fewer than maxActive are (nobody waits then), else it waits its turn. */
   enter(msg: M, send: S, done: D): void {
-    if (this.active < this.maxActive || this.backlog?.full()) {
+    if (this.active < this.maxActive) {
       this.active++;
+      // begun now: a full queue refuses its store calls by itself
       this.begin(msg, send, done);
       return;
     }
-    this.line.push(msg, send, done);
-    this.backlog?.waitingMsgs(1);
+    const refused = this.backlog?.full() === true;
+    this.line.push(msg, send, done, refused);
+    if (!refused) this.backlog?.waitingMsgs(1);
   }
 
   /** A begun msg is done: the next in line begins. */
@@ -71,19 +81,26 @@ export class Intake<M, S, D> {
 
   private beginNext(): void {
     const at = this.head;
-    const msg = this.line[at] as M;
-    const send = this.line[at + 1] as S;
-    const done = this.line[at + 2] as D;
-    this.line[at] = this.line[at + 1] = this.line[at + 2] = undefined;
-    this.head += 3;
-    if (this.head === this.line.length) {
+    const line = this.line;
+    const msg = line[at] as M;
+    const send = line[at + 1] as S;
+    const done = line[at + 2] as D;
+    const refused = line[at + 3] === true;
+    line[at] = line[at + 1] = line[at + 2] = line[at + 3] = undefined;
+    this.head += SLOTS;
+    if (this.head === line.length) {
       this.line = [];
       this.head = 0;
-    } else if (this.head > COMPACT_AFTER && this.head * 2 > this.line.length) {
-      this.line = this.line.slice(this.head);
+    } else if (this.head > COMPACT_AFTER && this.head * 2 > line.length) {
+      this.line = line.slice(this.head);
       this.head = 0;
     }
     this.active++;
+    if (refused && this.backlog) {
+      const backlog = this.backlog;
+      backlog.refusing(() => this.begin(msg, send, done));
+      return;
+    }
     // counted out of the line before it begins: its own store call must not find the queue full because of itself
     this.backlog?.waitingMsgs(-1);
     this.begin(msg, send, done);

@@ -81,6 +81,8 @@ export class SendQueue implements Backlog {
   private outside = 0;
   private scheduled = false;
   private overloaded = false;
+  /** a msg that arrived past maxQueued begins in its turn: its calls are refused (Intake) */
+  private refuseAll = false;
   private readonly listeners = new Set<(length: number) => void>();
   /** the batch size in force: shrinks while the store answers slowly, grows back while it is quick */
   private batchLimit: number;
@@ -106,6 +108,15 @@ export class SendQueue implements Backlog {
     this.notify();
   }
 
+  refusing(begin: () => void): void {
+    this.refuseAll = true;
+    try {
+      begin();
+    } finally {
+      this.refuseAll = false;
+    }
+  }
+
   /** Called with the length as batches go out and come back. */
   onLength(listener: (length: number) => void): () => void {
     this.listeners.add(listener);
@@ -113,7 +124,7 @@ export class SendQueue implements Backlog {
   }
 
   submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
-    if (lane.bounded && this.full()) {
+    if (lane.bounded && (this.refuseAll || this.full())) {
       if (!this.overloaded) {
         this.overloaded = true;
         this.options.onOverload?.(this.options.maxQueued);
