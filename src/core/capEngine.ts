@@ -233,8 +233,16 @@ export class CapEngine {
    */
   private claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     const only = caps.length === 1 ? (caps[0] as ApplicableCap) : undefined;
-    if (only && !isShadow(only.rule) && this.totals.tryReserve(only.key, quotaOf(only))) return this.spendOnly(send, only);
-    return this.claimTotalsAndOwn(send, caps);
+    if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps);
+    const slot = this.totals.reserve(only.key, quotaOf(only));
+    if (slot === true) return this.spendOnly(send, only);
+    // a burst's sends waiting for a block: one promise each, not the general path's frame and arrays
+    return slot.then((answer) => {
+      if (answer === true) return this.spendOnly(send, only);
+      // closed: access.failed throws, for Catch
+      if (answer instanceof StoreUnavailableError) return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, answer) };
+      return totalRefusal(only, answer);
+    });
   }
 
   /**

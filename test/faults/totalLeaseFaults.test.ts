@@ -117,6 +117,33 @@ describe("total caps under store faults", function () {
     }
   });
 
+  it("one total cap alone, a burst before any lease: 300 sends at once against 100 admit exactly 100 (memory, Redis); a lease call that fails sends each waiting send to Catch (closed) or fail_open holding no slot (open)", async () => {
+    const burst = async (engine: CapEngine, tag: string, n: number): Promise<PromiseSettledResult<CapDecision>[]> =>
+      Promise.allSettled(Array.from({ length: n }, (_, i) => engine.claim(send(`${tag}${i}`))));
+    for (const store of [new MemoryStore(), new RedisStore({ url: REDIS_URL })]) {
+      const keyPrefix = uniquePrefix("lf-burst");
+      const exact = engineOn(store, [total(100)], { keyPrefix });
+      const kinds = (await burst(exact, "b", 300)).map((r) => (r.status === "fulfilled" ? r.value.kind : "rejected"));
+      assert.deepEqual([kinds.filter((k) => k === "allowed").length, kinds.filter((k) => k === "capped").length], [100, 200], store.kind);
+      await exact.totals.close();
+      await store.close();
+      await dropPrefix(redis, keyPrefix);
+    }
+    for (const failMode of ["closed", "open"] as const) {
+      const inner = new MemoryStore();
+      const store = Object.create(inner) as AdmissionStore & { quota: MemoryStore["quota"] };
+      store.quota = async (items) => items.map(() => new StoreUnavailableError("error", "injected: the quota call failed"));
+      const engine = engineOn(store, [total(1000)], { failMode });
+      const settled = await burst(engine, failMode, 50);
+      if (failMode === "closed") {
+        assert.ok(settled.every((r) => r.status === "rejected" && /injected/.test(String(r.reason))), "each waiting send goes to Catch");
+      } else {
+        assert.ok(settled.every((r) => r.status === "fulfilled" && r.value.kind === "fail_open" && !("totals" in r.value && r.value.totals?.length)), "each leaves fail_open with no slot to give back");
+      }
+      await engine.totals.close();
+    }
+  });
+
   it("a send reserving while a spend-only call is in flight waits for a grant: a total far from full never refuses it", async () => {
     const { store } = slowMemoryStore(20);
     const engine = engineOn(store, [total(1_000_000)]);
