@@ -97,8 +97,7 @@ export class Intake<M, S, D> {
     }
     this.active++;
     if (refused && this.backlog) {
-      const backlog = this.backlog;
-      backlog.refusing(() => this.begin(msg, send, done));
+      this.backlog.refusing(() => this.begin(msg, send, done));
       return;
     }
     // counted out of the line before it begins: its own store call must not find the queue full because of itself
