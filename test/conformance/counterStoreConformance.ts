@@ -14,7 +14,7 @@ function answered<T>(result: Settled<T> | undefined): T {
  * One suite, every store: the memory store and the Redis store (single and
  * cluster) must give the same answers for the same inputs (SPEC §5).
  */
-export function counterStoreConformance(label: string, open: () => Promise<AdmissionStore>, close: (s: AdmissionStore) => Promise<void>): void {
+export function counterStoreConformance(label: string, open: () => Promise<AdmissionStore>, close: (s: AdmissionStore, prefix: string) => Promise<void>): void {
   describe(`counter store conformance: ${label}`, function () {
     this.timeout(20_000);
     let store: AdmissionStore;
@@ -32,7 +32,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       store = await open();
       prefix = uniquePrefix("conf");
     });
-    afterEach(async () => close(store));
+    afterEach(async () => close(store, prefix));
 
     it("admits up to max, then refuses with the wait until a slot frees", async () => {
       const cap = spec("a", 3, 30_000);
