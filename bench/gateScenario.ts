@@ -1,6 +1,6 @@
 import type { PostgresRules } from "../src/core/pgRules/postgresRules";
 import type { CapConfigNode } from "../src/nodes/capConfig";
-import { collectGarbage } from "./gc";
+import { collectGarbage } from "../test/support/gc";
 import { drive } from "./load/driver";
 import type { Completions } from "./load/completions";
 import { MsgSource } from "./load/msgSource";

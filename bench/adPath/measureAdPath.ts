@@ -5,7 +5,7 @@ import type { Completions } from "../load/completions";
 import { drive, type MsgFeed } from "../load/driver";
 import type { BenchMsg } from "../load/msgSource";
 import { seededRandom } from "../load/random";
-import { collectGarbage } from "../gc";
+import { collectGarbage } from "../../test/support/gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import type { RedisEndpoint } from "../redis/endpoint";

@@ -1,7 +1,7 @@
 import type { Completions } from "../load/completions";
 import { MsgSource } from "../load/msgSource";
 import { noVerdicts, tally, type Verdicts } from "../load/verdicts";
-import { collectGarbage } from "../gc";
+import { collectGarbage } from "../../test/support/gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import { gateFlow } from "../nodeRed/gateFlow";

@@ -1,5 +1,5 @@
 import type { Node, NodeMessage } from "node-red";
-import { collectGarbage } from "../gc";
+import { collectGarbage } from "../../test/support/gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import type { StoreKind } from "../scenarios";
