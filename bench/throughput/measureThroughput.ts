@@ -40,6 +40,11 @@ export interface ThroughputContext {
 export const PACING_RATES: readonly number[] = process.env.BENCH_THROUGHPUT_RATES
   ? process.env.BENCH_THROUGHPUT_RATES.split(",").map(Number)
   : [100, 1_000, 10_000];
+/** BENCH_THROUGHPUT_STORES=redis (or memory) runs one store's rows; BENCH_THROUGHPUT_DELAY=0 leaves out the delay node */
+const STORES: readonly StoreKind[] = process.env.BENCH_THROUGHPUT_STORES
+  ? (process.env.BENCH_THROUGHPUT_STORES.split(",") as StoreKind[])
+  : ["memory", "redis"];
+const WITH_DELAY_NODE = process.env.BENCH_THROUGHPUT_DELAY !== "0";
 const SKIP_MSGS = 50_000;
 const IN_FLIGHT = 2_000;
 /** each pacing row offers twice the rate for this long, so a queue builds and drains over about twice as long */
@@ -184,16 +189,17 @@ function pacingRow(who: string, rate: number, offered: number, late: number[], t
 /** The throughput rows: skip mode on both stores, then each rate through the gate (both stores) and the delay node. */
 export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip: SkipRow[]; pacing: PacingRow[] }> {
   const skip: SkipRow[] = [];
-  for (const store of ["memory", "redis"] as const) {
+  for (const store of STORES) {
     ctx.progress(`throughput: skip mode, ${SKIP_MSGS} msgs into a ${store} gate`);
     skip.push(await skipRow(ctx, store));
   }
   const pacing: PacingRow[] = [];
   for (const rate of PACING_RATES) {
-    for (const store of ["memory", "redis"] as const) {
+    for (const store of STORES) {
       ctx.progress(`throughput: queue mode at ${rate}/s (${store})`);
       pacing.push(await gatePacing(ctx, store, rate));
     }
+    if (!WITH_DELAY_NODE) continue;
     ctx.progress(`throughput: delay node at ${rate}/s`);
     pacing.push(await delayPacing(ctx, rate));
   }
