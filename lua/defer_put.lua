@@ -15,16 +15,18 @@
 --         so they are in the same Redis Cluster slot.
 -- ARGV[2] most merged msgs kept per held msg (the newest)
 -- ARGV[3] number of items, then per item: id, release-at, stored msg, collapse
---         key ("" none), expiresAt ("" none), merged msgs it already lost, n,
---         then its n msgs to merge (itself, then those collapsed into it)
+--         key ("" none), expiresAt ("" none), lease until ("" none: due; epoch
+--         ms: held by the caller, who releases it itself and acks it; no take
+--         hands it out before then), merged msgs it already lost, n, then its
+--         n msgs to merge (itself, then those collapsed into it)
 -- Returns per item: the id held, 1 if the item was merged into it else 0.
 local base, maxMerged = ARGV[1], tonumber(ARGV[2])
 local out = {}
 local a = 4
 for _ = 1, tonumber(ARGV[3]) do
-  local id, at, stored, key, exp = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local lost, n = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  local first = a + 7
+  local id, at, stored, key, exp, leased = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+  local lost, n = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  local first = a + 8
   a = first + n
   local target = key ~= '' and redis.call('HGET', KEYS[6], key)
   -- merge only into a msg still held and not taken (a taken one dropped its key,
@@ -51,10 +53,15 @@ for _ = 1, tonumber(ARGV[3]) do
     if oldKey and oldKey ~= key and redis.call('HGET', KEYS[6], oldKey) == id then
       redis.call('HDEL', KEYS[6], oldKey)
     end
-    redis.call('ZREM', KEYS[2], id)
     redis.call('HSET', KEYS[3], id, stored)
     redis.call('HSET', KEYS[4], id, at)
-    redis.call('ZADD', KEYS[1], at, id)
+    if leased ~= '' then
+      redis.call('ZREM', KEYS[1], id)
+      redis.call('ZADD', KEYS[2], leased, id)
+    else
+      redis.call('ZREM', KEYS[2], id)
+      redis.call('ZADD', KEYS[1], at, id)
+    end
     if exp ~= '' then redis.call('ZADD', KEYS[7], exp, id) else redis.call('ZREM', KEYS[7], id) end
     if key ~= '' then
       redis.call('HSET', KEYS[6], key, id)

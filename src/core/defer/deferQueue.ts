@@ -51,6 +51,24 @@ export interface DeferItem {
    * short key-safe string (the gates pass a hash).
    */
   tag?: string;
+  /**
+   * epoch ms: the caller keeps the msg and releases it itself (the
+   * throughput-gate paces its msgs by a local timer), so it is held already
+   * taken, leased until then: no take hands it out before, and the caller acks
+   * it once released. Should the caller die first, it comes back when the
+   * lease ends, as a taken msg does. Holding it again without a lease hands it
+   * back to the pollers. Not with a collapseKey (a taken msg is no merge target).
+   */
+  leaseUntil?: number;
+}
+
+/** Checks an item's leaseUntil (a TypeError naming it); returns it, or undefined when there is none. */
+export function checkLeaseUntil(item: DeferItem): number | undefined {
+  const { leaseUntil, collapseKey } = item;
+  if (leaseUntil === undefined) return undefined;
+  if (!Number.isFinite(leaseUntil)) throw new TypeError("defer: leaseUntil must be a finite epoch ms");
+  if (collapseKey !== undefined) throw new TypeError("defer: a msg held leased (leaseUntil) cannot have a collapseKey");
+  return Math.ceil(leaseUntil);
 }
 
 export interface DeferResult {

@@ -1,6 +1,6 @@
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  asError, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  asError, checkLeaseUntil, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
   type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
@@ -269,9 +269,11 @@ export class MemoryDeferQueue implements DeferQueue {
     if (ids?.size === 0) this.tags.delete(record.tag);
   }
 
-  private deferOne({ entry, collapseKey, tag }: DeferItem): DeferResult {
+  private deferOne(item: DeferItem): DeferResult {
+    const { entry, collapseKey, tag } = item;
     const gate = this.options.gate;
     if (gate !== undefined && entry?.gate !== gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${gate}`);
+    const leaseUntil = checkLeaseUntil(item);
     const { id, releaseAt, stored } = prepareDeferral(entry);
     const key = collapseKey ?? "";
     if (key !== "") {
@@ -293,6 +295,13 @@ export class MemoryDeferQueue implements DeferQueue {
       // held and not taken: a retried hold of the same msg; taken: a new deferral of a released msg
       keepMerged: old !== undefined && old.leaseUntil === undefined,
     });
+    // the journal records the put alone: after a restart the msg is due again, as a taken one is
+    if (leaseUntil !== undefined) {
+      const record = this.held.get(id) as Held;
+      this.unlist(id, record);
+      record.leaseUntil = leaseUntil;
+      this.leased.add(id);
+    }
     return { id };
   }
 

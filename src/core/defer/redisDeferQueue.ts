@@ -4,7 +4,7 @@ import { encodeKeyPart } from "../keys";
 import { luaScript } from "../stores/luaScripts";
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  asError, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  asError, checkLeaseUntil, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
   type DeferInput, type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
@@ -218,15 +218,17 @@ export class RedisDeferQueue implements DeferQueue {
   }
 
   /** The arguments of one item of defer_put.lua (throws naming what is wrong with it). */
-  private putArgs({ entry, collapseKey }: DeferItem): (string | number)[] {
+  private putArgs(item: DeferItem): (string | number)[] {
+    const { entry, collapseKey } = item;
     if (entry?.gate !== this.scope.gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${this.scope.gate}`);
     if (collapseKey !== undefined && typeof collapseKey !== "string") throw new TypeError("defer: collapseKey must be a string");
+    const leaseUntil = checkLeaseUntil(item);
     const { id, releaseAt, stored } = prepareDeferral(entry);
     const key = collapseKey ?? "";
     const merge = key === "" ? [] : mergedItems(entry).map((m) => this.codec.encode(JSON.stringify(m)));
     return [
       id, releaseAt, this.codec.encode(JSON.stringify(stored)), key,
-      dropAt(entry) ?? "", entry.collapsedDropped ?? 0, merge.length, ...merge,
+      dropAt(entry) ?? "", leaseUntil ?? "", entry.collapsedDropped ?? 0, merge.length, ...merge,
     ];
   }
 

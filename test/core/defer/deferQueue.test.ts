@@ -138,6 +138,44 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.equal(await h.queue.size(), 0);
     });
 
+    it("holds a msg leased to its holder (leaseUntil): no take hands it out, an ack removes it, and it comes back when the lease ends", async () => {
+      const other = await h.otherInstance();
+      const now = Date.now();
+      const [released, kept, dies] = await h.queue.deferMany([
+        { entry: entry({ dueAt: now - 5 }), leaseUntil: now + 60_000 },
+        { entry: entry({ dueAt: now - 5 }), leaseUntil: now + 60_000, tag: "t1" },
+        { entry: entry({ dueAt: now - 5 }), leaseUntil: now + 250 },
+      ]);
+      const [releasedId, keptId, diesId] = [released, kept, dies].map((r) => (r as { id: string }).id) as [string, string, string];
+      assert.equal(await h.queue.size(), 3, "a leased msg is held");
+      assert.deepEqual(await h.queue.takeDue(10, 5000), [], "due, but its holder releases it");
+      assert.deepEqual(await other.takeDue(10, 5000), []);
+      assert.deepEqual(await other.takeTagged("t1", 10, 5000), [], "msg.flush elsewhere leaves it to its holder");
+      await h.queue.ack([releasedId]);
+      assert.equal(await h.queue.size(), 2);
+      // its holder died: the lease ends and whoever takes next releases it
+      await sleep(Math.max(0, now + 250 - Date.now()) + 40);
+      assert.deepEqual((await other.takeDue(10, 5000)).map((m) => m.id), [diesId]);
+      await other.ack([diesId]);
+      // its holder closes before the instant: holding it again without a lease hands it to the pollers, due as it was
+      await h.queue.deferMany([{ entry: entry({ id: keptId, dueAt: now - 5 }), tag: "t1" }]);
+      assert.deepEqual((await other.takeTagged("t1", 10, 5000)).map((m) => m.id), [keptId]);
+      await other.ack([keptId]);
+      assert.equal(await h.queue.size(), 0);
+    });
+
+    it("refuses a leaseUntil that is no epoch ms, or comes with a collapseKey, naming it, and holds the rest of the batch", async () => {
+      const results = await h.queue.deferMany([
+        { entry: entry(), leaseUntil: Number.NaN },
+        { entry: entry(), leaseUntil: Date.now() + 1000, collapseKey: "k" },
+        { entry: entry() },
+      ]);
+      assert.match(String(results[0]), /leaseUntil must be a finite epoch ms/);
+      assert.match(String(results[1]), /leased \(leaseUntil\) cannot have a collapseKey/);
+      assert.ok(!(results[2] instanceof Error));
+      assert.equal(await h.queue.size(), 1);
+    });
+
     it("ack removes taken msgs for good, and leaves a msg that was not taken", async () => {
       const a = await h.queue.defer(entry());
       const bDue = Date.now() + 60_000;
@@ -526,6 +564,18 @@ describe("memory defer store: the journal is always what is still owed", functio
     assert.equal(readFileSync(file, "utf8").split("\n").filter((l) => l !== "").length, 1 + 1 + 2000, "compacted: a header and one line per held msg");
     assert.deepEqual(warnings, []);
     third.close();
+  });
+
+  it("after a crash, a msg its gate held leased (pacing it itself) is due again at once, not after the lease", async () => {
+    const now = 7_000_000;
+    const first = open(() => now);
+    await first.queue(GATE).deferMany([{ entry: entry({ id: "paced", dueAt: now + 40 }), leaseUntil: now + 30_040, tag: "t" }]);
+    assert.deepEqual(await first.queue(GATE).takeDue(10, 1000), []);
+    // the process dies here
+    const second = open(() => now + 50);
+    assert.deepEqual((await second.queue(GATE).takeDue(10, 1000)).map((m) => m.id), ["paced"]);
+    assert.deepEqual(warnings, []);
+    second.close();
   });
 
   it("skips a last line cut short by a crash mid-write, and names any other damaged line", async () => {
