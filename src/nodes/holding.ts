@@ -73,7 +73,7 @@ export async function holdOrExpire(
     deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt, deadline: plan.deadline,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
     msg: stored,
-  }, collapseKey);
+  }, collapseKey !== undefined ? { collapseKey } : {});
   ctx.service.metrics.gate(ctx.node.id, ctx.gate).heldFor(refusal.reason);
   return true;
 }

@@ -2,14 +2,16 @@ import { createHash } from "node:crypto";
 import type { Node, NodeAPI, NodeDef, NodeMessage } from "node-red";
 import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
-import type { DeferredMsg } from "../core/defer";
+import type { DeferInput, DeferredMsg } from "../core/defer";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
 import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
 import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
+import { Pacer } from "../core/throughput/pacer";
 import { RateMeter } from "../core/throughput/rateMeter";
+import { StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
@@ -75,6 +77,27 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
 /** The held msgs of one ceiling are filed under this tag (a hash: short and key-safe). */
 function tagOf(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex").slice(0, 40);
+}
+
+/** A msg this gate holds itself until its instant (held leased in the durable queue meanwhile), and the tag of its ceiling. */
+interface PacedMsg {
+  held: DeferredMsg;
+  tag: string;
+}
+
+/** The tags of the last ceilings seen (most flows pace one or a few): a burst hashes each ceiling once. */
+class TagCache {
+  private readonly tags = new Map<string, string>();
+
+  of(key: string): string {
+    let tag = this.tags.get(key);
+    if (tag === undefined) {
+      if (this.tags.size >= 1_000) this.tags.clear();
+      tag = tagOf(key);
+      this.tags.set(key, tag);
+    }
+    return tag;
+  }
 }
 
 function scopeValue(value: unknown): string {
@@ -154,10 +177,28 @@ export default function register(RED: NodeAPI): void {
       return { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? svc.settings.defaultOrg };
     }
 
+    const tags = new TagCache();
+    const storeClock = new StoreClock();
+    /** releases its own held msgs at their instants; the queue's poller releases those no instance holds (a gate closed, a process died) */
+    const pacer = new Pacer<PacedMsg>((due) => {
+      for (const paced of due) {
+        try {
+          release(paced.held, false);
+        } catch (err) {
+          node.warn(`could not release held msg ${paced.held.id}: ${(err as Error).message}`);
+        }
+      }
+      if (service) void service.deferrals.acked(node.id, due.map((p) => p.held.id));
+    });
+    const handBack = async (paced: readonly PacedMsg[]): Promise<void> => {
+      await service?.deferrals.handBack(node.id, paced.map((p) => ({ entry: p.held, tag: p.tag })));
+    };
+
     const stops = [] as (() => void | Promise<void>)[];
     if (service && !problem) {
-      // paced msgs fall due every few ms: wake every ms, and take again at once after a release
+      // msgs handed back or left by a process that died fall due every few ms: wake every ms, and take again at once after a release
       stops.push(service.deferrals.register(node.id, (held) => release(held, false), { minSleepMs: 1, steady: true }));
+      stops.push(() => handBack(pacer.stop()));
       stops.push(service.deferrals.onSize(node.id, (held) => {
         status.holding(held);
         metrics?.counts.holding(held);
@@ -177,8 +218,8 @@ export default function register(RED: NodeAPI): void {
       const key = ceilingKey(svc.settings.keyPrefix, org, scope);
       const label = ceilingLabel(org, scope);
       const reserved: number[] = [];
-      // each dropped msg is out of skipped before its batch is acked: a crash in between repeats it (same release_id), never loses it
-      await svc.deferrals.takeTagged(node.id, tagOf(key), async (held) => {
+      const tag = tags.of(key);
+      const each = async (held: DeferredMsg): Promise<void> => {
         if (!reset) {
           release(held, true);
           return;
@@ -189,7 +230,19 @@ export default function register(RED: NodeAPI): void {
         await giveBack(heldMsg, holderOf(held, svc));
         status.skipped();
         emit([null, heldMsg, null]);
-      });
+      };
+      // this instance's own first (earliest instants), then those in the shared queue (handed back, or left by a process that died)
+      const own = pacer.take((p) => p.tag === tag);
+      await Promise.all(own.map(async (p) => {
+        try {
+          await each(p.held);
+        } catch (err) {
+          node.warn(`could not hand out held msg ${p.held.id}: ${(err as Error).message}`);
+        }
+      }));
+      await svc.deferrals.acked(node.id, own.map((p) => p.held.id));
+      // each dropped msg is out of skipped before its batch is acked: a crash in between repeats it (same release_id), never loses it
+      await svc.deferrals.takeTagged(node.id, tag, each);
       // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them),
       // as far as no later reservation, another gate's or instance's, sits behind them
       const given = refundable(reserved, s.limit.emissionUs);
@@ -218,6 +271,7 @@ export default function register(RED: NodeAPI): void {
       const maxWaitMs = s.disposition === "skip" ? 0 : Math.min(s.maxWaitMs, untilExpiry);
       const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
       const now = new Date();
+      if (!(outcome instanceof StoreUnavailableError)) storeClock.observe(outcome.nowUs / 1000);
       if (outcome instanceof StoreUnavailableError) {
         msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome));
         status.failOpen();
@@ -241,21 +295,27 @@ export default function register(RED: NodeAPI): void {
       // the reserved instant, by the store's clock (the queue releases by the same clock); rounded up: never early
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const reservedUs = outcome.nowUs + outcome.waitUs;
+      const tag = tags.of(ceilingKey(svc.settings.keyPrefix, sendData.org, scope));
+      let held: DeferredMsg;
       try {
-        const stored = storedMsg(msg);
-        await svc.deferrals.hold({
+        const entry: DeferInput & { id: string } = {
           id: heldMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient)), gate: node.id, dueAt,
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
-          msg: stored,
+          msg: storedMsg(msg),
           meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs) },
-        }, undefined, tagOf(ceilingKey(svc.settings.keyPrefix, sendData.org, scope)));
+        };
+        // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
+        const { id } = await svc.deferrals.hold(entry, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
+        held = { ...entry, id };
       } catch (err) {
         // the msg goes to Catch and will not use its instant: given back unless something was reserved after it
         await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
         throw err;
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
+      // closed meanwhile (a redeploy): the queue's pollers release it
+      if (!pacer.add(storeClock.toLocal(dueAt), { held, tag })) await handBack([{ held, tag }]);
     }
 
     serveGate(node, status, handle, stops, metrics, service?.access.queue);

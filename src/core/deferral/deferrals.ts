@@ -118,9 +118,13 @@ export class Deferrals {
     };
   }
 
-  /** Holds a msg, through the send queue when there is one (batched with the other holds of a burst). */
-  async hold(entry: DeferInput, collapseKey?: string, tag?: string): Promise<DeferResult> {
-    const item: DeferItem = { entry, ...(collapseKey !== undefined ? { collapseKey } : {}), ...(tag !== undefined ? { tag } : {}) };
+  /**
+   * Holds a msg, through the send queue when there is one (batched with the
+   * other holds of a burst). With `leaseUntil` the caller releases it itself
+   * (DeferItem.leaseUntil), then calls `acked`, or `handBack` if it cannot.
+   */
+  async hold(entry: DeferInput, placement: Omit<DeferItem, "entry"> = {}): Promise<DeferResult> {
+    const item: DeferItem = { entry, ...placement };
     if (this.holds && this.options.access?.queue) return this.options.access.submit(this.holds, item);
     // no send queue (the memory store): the holds of one tick still go together, one queue call (one journal write) per gate
     const result = await new Promise<DeferResult | Error>((resolve) => {
@@ -166,6 +170,54 @@ export class Deferrals {
     }
     void this.refreshSize(gate);
     return taken;
+  }
+
+  /**
+   * Removes msgs a gate held leased and released itself. An ack that fails is
+   * tried again (it is idempotent) for up to `retryForMs`; past that the msgs
+   * come back when their leases end, with the same release_id, and it says so.
+   */
+  async acked(gate: string, ids: readonly string[], retryForMs = 5_000): Promise<void> {
+    if (ids.length === 0) return;
+    const queue = this.queueOf(gate);
+    const giveUpAt = Date.now() + retryForMs;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        await queue.ack(ids);
+        break;
+      } catch (err) {
+        if (this.closing || Date.now() + wait >= giveUpAt) {
+          this.warnOnce(`defer queue of gate ${gate}: could not ack ${ids.length} released msg(s) (${(err as Error).message}): they come back when their lease ends, with the same release_id`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    this.sizeChanged(gate);
+  }
+
+  /**
+   * Puts msgs a gate held leased back in its queue as due (the gate closes
+   * before their instants): the next poller releases them. What cannot be
+   * put back stays leased and comes back when the lease ends.
+   */
+  async handBack(gate: string, items: readonly DeferItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const unleased = items.map(({ leaseUntil: _lease, ...item }) => item);
+    let failed: Error | undefined;
+    try {
+      const results = await this.queueOf(gate).deferMany(unleased);
+      failed = results.find((r): r is Error => r instanceof Error);
+    } catch (err) {
+      failed = err instanceof Error ? err : new Error(String(err));
+    }
+    if (failed) this.options.warn(`gate ${gate} closed holding ${items.length} paced msg(s) and could not hand them back (${failed.message}): they come back when their lease ends`);
+    this.sizeChanged(gate);
+  }
+
+  /** How long a msg a gate holds itself stays leased past its instant (the poller's lease). */
+  get leaseMs(): number {
+    return this.polling.leaseMs;
   }
 
   /** Holds many msgs (one store call per gate's queue); each result is its item's, or the Error that refused it. */
@@ -267,7 +319,15 @@ export class Deferrals {
 
   private held(gate: string): void {
     this.running.get(gate)?.poller.wake();
-    // a burst holds in many batches: count the queue once per SIZE_AFTER_HOLD_MS, not once per batch (a round trip each)
+    this.sizeChanged(gate);
+    if (!this.holding.has(gate)) {
+      this.holding.add(gate);
+      void this.beat().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
+    }
+  }
+
+  /** A burst holds (and a paced gate acks) in many batches: count the queue once per SIZE_AFTER_HOLD_MS, not once per batch (a round trip each). */
+  private sizeChanged(gate: string): void {
     const size = this.sizeOf(gate);
     if (!size.refreshing) {
       size.refreshing = true;
@@ -275,10 +335,6 @@ export class Deferrals {
         size.refreshing = false;
         void this.refreshSize(gate);
       }, SIZE_AFTER_HOLD_MS).unref();
-    }
-    if (!this.holding.has(gate)) {
-      this.holding.add(gate);
-      void this.beat().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
     }
   }
 

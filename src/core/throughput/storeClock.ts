@@ -1,0 +1,39 @@
+const WINDOW_MS = 10_000;
+
+/**
+ * This process's view of the store's clock, from the store times its answers
+ * carry: store time − local time at receipt. An answer read late (a busy event
+ * loop) gives a smaller sample, never a larger one, so the largest sample of
+ * the last window or two is the closest; releasing at `toLocal(at)` is never
+ * early by the store's clock. Two windows, so a drifting clock is followed.
+ */
+export class StoreClock {
+  private best = Number.NEGATIVE_INFINITY;
+  private previous = Number.NEGATIVE_INFINITY;
+  private windowStart = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** An answer computed at `storeMs` (the store's clock) was read now. */
+  observe(storeMs: number): void {
+    const local = this.now();
+    if (local - this.windowStart >= WINDOW_MS) {
+      this.previous = this.best;
+      this.best = Number.NEGATIVE_INFINITY;
+      this.windowStart = local;
+    }
+    const sample = storeMs - local;
+    if (sample > this.best) this.best = sample;
+  }
+
+  /** store time − local time (0 before any answer) */
+  get offsetMs(): number {
+    const offset = Math.max(this.best, this.previous);
+    return Number.isFinite(offset) ? offset : 0;
+  }
+
+  /** The local instant at which the store's clock reads `storeMs`. */
+  toLocal(storeMs: number): number {
+    return storeMs - this.offsetMs;
+  }
+}

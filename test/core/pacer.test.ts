@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { Pacer } from "../../src/core/throughput/pacer";
+import { StoreClock } from "../../src/core/throughput/storeClock";
+import { sleep } from "../support/redis";
+
+describe("pacer: a gate's own held msgs, each released at its instant", function () {
+  it("releases each item at or after its instant, earliest first, ties in the order they were added", async () => {
+    const out: { item: string; at: number }[] = [];
+    const pacer = new Pacer<string>((items) => { for (const item of items) out.push({ item, at: Date.now() }); });
+    const t0 = Date.now() + 30;
+    const due = new Map([["c", t0 + 60], ["a", t0], ["b1", t0 + 30], ["b2", t0 + 30], ["d", t0 + 90]]);
+    for (const [item, at] of due) pacer.add(at, item);
+    assert.equal(pacer.size, 5);
+    await sleep(t0 + 140 - Date.now());
+    assert.deepEqual(out.map((o) => o.item), ["a", "b1", "b2", "c", "d"]);
+    for (const o of out) assert.ok(o.at >= (due.get(o.item) as number), `${o.item} ${(due.get(o.item) as number) - o.at} ms early`);
+    assert.equal(pacer.size, 0);
+  });
+
+  it("an item added with an earlier instant than the one the timer waits for goes first; an overdue one goes at once", async () => {
+    const out: string[] = [];
+    const pacer = new Pacer<string>((items) => out.push(...items));
+    pacer.add(Date.now() + 10_000, "late");
+    pacer.add(Date.now() + 20, "soon");
+    pacer.add(Date.now() - 50, "overdue");
+    await sleep(5);
+    assert.deepEqual(out, ["overdue"]);
+    await sleep(40);
+    assert.deepEqual(out, ["overdue", "soon"]);
+    assert.deepEqual(pacer.stop(), ["late"]);
+  });
+
+  it("takes out what is picked (msg.flush, msg.reset) in instant order and keeps pacing the rest", async () => {
+    const out: number[] = [];
+    const pacer = new Pacer<number>((items) => out.push(...items));
+    const t0 = Date.now() + 40;
+    for (let i = 9; i >= 0; i--) pacer.add(t0 + i * 5, i);
+    assert.deepEqual(pacer.take((n) => n % 2 === 1), [1, 3, 5, 7, 9]);
+    await sleep(t0 + 80 - Date.now());
+    assert.deepEqual(out, [0, 2, 4, 6, 8]);
+  });
+
+  it("holds 100,000 items and releases them in instant order (a heap: no item is passed over)", async () => {
+    const out: number[] = [];
+    let now = 1_000;
+    const pacer = new Pacer<number>((items) => out.push(...items), () => now);
+    const instants = Array.from({ length: 100_000 }, (_, i) => 1_000 + ((i * 7919) % 100_000));
+    for (const [i, at] of instants.entries()) pacer.add(at, i);
+    now = 200_000;
+    await sleep(5);
+    assert.equal(out.length, 100_000);
+    for (let k = 1; k < out.length; k++) {
+      const [a, b] = [instants[out[k - 1] as number] as number, instants[out[k] as number] as number];
+      assert.ok(a < b || (a === b && (out[k - 1] as number) < (out[k] as number)), `out of order at ${k}`);
+    }
+  });
+
+  it("stop hands back every held item, earliest first, and refuses new ones (the caller hands them to the queue)", async () => {
+    const out: string[] = [];
+    const pacer = new Pacer<string>((items) => out.push(...items));
+    pacer.add(Date.now() + 30, "b");
+    pacer.add(Date.now() + 20, "a");
+    assert.deepEqual(pacer.stop(), ["a", "b"]);
+    assert.equal(pacer.add(Date.now(), "c"), false);
+    await sleep(50);
+    assert.deepEqual(out, [], "nothing released after stop");
+  });
+});
+
+describe("store clock: when the store's instant comes by this process's clock", function () {
+  it("takes the largest offset seen (an answer read late gives a smaller one), so a release is never early by the store", () => {
+    let local = 10_000;
+    const clock = new StoreClock(() => local);
+    assert.equal(clock.offsetMs, 0);
+    clock.observe(10_003); // the store runs 5 ms ahead; this answer was read 2 ms late
+    clock.observe(10_005);
+    local = 10_020;
+    clock.observe(10_010); // read 15 ms late (a busy loop)
+    assert.equal(clock.offsetMs, 5);
+    assert.equal(clock.toLocal(20_005), 20_000);
+  });
+
+  it("follows a clock that moves: an offset older than two windows is forgotten", () => {
+    let local = 0;
+    const clock = new StoreClock(() => local);
+    clock.observe(50);
+    local = 10_000;
+    clock.observe(10_010);
+    assert.equal(clock.offsetMs, 50, "the last window still counts");
+    local = 20_000;
+    clock.observe(20_010);
+    assert.equal(clock.offsetMs, 10);
+  });
+});
