@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { Node, NodeAPI, NodeDef, NodeMessage } from "node-red";
 import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
@@ -6,6 +5,7 @@ import type { DeferInput, DeferredMsg } from "../core/defer";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
+import { sha256Hex } from "../core/sha256";
 import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
 import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
@@ -76,7 +76,7 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
 
 /** The held msgs of one ceiling are filed under this tag (a hash: short and key-safe). */
 function tagOf(key: string): string {
-  return createHash("sha256").update(key, "utf8").digest("hex").slice(0, 40);
+  return sha256Hex(key).slice(0, 40);
 }
 
 /** A msg this gate holds itself until its instant (held leased in the durable queue meanwhile), and the tag of its ceiling. */

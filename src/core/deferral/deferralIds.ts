@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../sha256";
 import type { DeferredMsg } from "../defer";
 
 function sha256(parts: readonly (string | number)[]): string {
   // JSON keeps the parts apart whatever they contain ("a|b" + "c" is not "a" + "b|c")
-  return createHash("sha256").update(JSON.stringify(parts), "utf8").digest("hex");
+  return sha256Hex(JSON.stringify(parts));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../sha256";
 
 /**
  * JSON with object keys sorted at every depth, so two bodies that differ only
@@ -25,5 +25,5 @@ export function canonicalJson(value: unknown): string {
 
 /** sha256 of the canonical body: what a duplicate-content mark is keyed by. */
 export function bodyHash(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value), "utf8").digest("hex");
+  return sha256Hex(canonicalJson(value));
 }
