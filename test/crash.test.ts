@@ -91,6 +91,23 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
 
   const recipients = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
+  /**
+   * Until the gate holds `count` msgs (its cap-config's metrics): a burst the
+   * gate has not taken in yet is msgs in flight, which SIGKILL loses in any
+   * Node-RED flow; held ones are what the store owes.
+   */
+  async function untilHeld(red: NodeRedProcess, count: number, timeoutMs = 30_000): Promise<void> {
+    const started = Date.now();
+    let held = -1;
+    while (Date.now() - started < timeoutMs) {
+      const text = await (await fetch(`${red.baseUrl}/frequency-cap/cfg/metrics`)).text();
+      held = Number(/^sendgate_held_msgs\{gate="gate"[^}]*\} (\d+)$/m.exec(text)?.[1] ?? -1);
+      if (held >= count) return;
+      await sleep(100);
+    }
+    assert.fail(`the gate holds ${held} msgs, not ${count}, after ${timeoutMs} ms`);
+  }
+
   it("after a graceful stop with held msgs, a restart releases them once and a crash after that does not release them again", async () => {
     released.length = 0;
     const red = new NodeRedProcess(flowFile);
@@ -122,7 +139,7 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
       await red.start();
       await fan(red, ["single"]);
       await fan(red, recipients("held", 2000));
-      await sleep(500);
+      await untilHeld(red, 2001);
       await red.kill();
       await red.start();
       const owed = ["single-2", ...recipients("held", 2000).map((r) => `${r}-2`)];
