@@ -1,3 +1,4 @@
+import { MinHeap } from "../minHeap";
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
   asError, checkLeaseUntil, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
@@ -69,6 +70,12 @@ export class MemoryDeferQueue implements DeferQueue {
   /** the due (not leased) msgs, ascending by (releaseAt, id) */
   private due: { releaseAt: number; id: string }[] = [];
   private readonly leased = new Set<string>();
+  /**
+   * the leases by expiry, so a take looks only at the expired ones (a paced
+   * gate holds thousands leased); entries of leases since acked or retaken
+   * are stale and skipped, and dropped once they outnumber the live ones
+   */
+  private readonly leaseOrder = new MinHeap<{ until: number; id: string }>((a, b) => a.until < b.until);
   private readonly collapse = new Map<string, string>();
   /** tag -> ids filed under it */
   private readonly tags = new Map<string, Set<string>>();
@@ -106,13 +113,13 @@ export class MemoryDeferQueue implements DeferQueue {
   async takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]> {
     checkTakeArgs(limit, leaseMs);
     const now = Math.floor(this.clock());
-    for (const id of [...this.leased]) {
-      const record = this.held.get(id) as Held;
-      if ((record.leaseUntil as number) <= now) {
-        this.leased.delete(id);
-        delete record.leaseUntil;
-        this.list(id, record.releaseAt);
-      }
+    for (let next = this.leaseOrder.peek(); next !== undefined && next.until <= now; next = this.leaseOrder.peek()) {
+      this.leaseOrder.pop();
+      if (!this.isLease(next)) continue;
+      const record = this.held.get(next.id) as Held;
+      this.leased.delete(next.id);
+      delete record.leaseUntil;
+      this.list(next.id, record.releaseAt);
     }
     let n = 0;
     while (n < this.due.length && n < limit && (this.due[n] as { releaseAt: number }).releaseAt <= now) n++;
@@ -127,8 +134,7 @@ export class MemoryDeferQueue implements DeferQueue {
 
   /** Hands a held msg out until `until` (no longer a collapse target); one that cannot be read goes to `damaged`. */
   private lease(id: string, record: Held, until: number, out: DeferredMsg[], damaged: string[]): void {
-    record.leaseUntil = until;
-    this.leased.add(id);
+    this.leaseUntil(id, record, until);
     if (record.collapseKey !== undefined) {
       if (this.collapse.get(record.collapseKey) === id) this.collapse.delete(record.collapseKey);
       delete record.collapseKey;
@@ -188,12 +194,14 @@ export class MemoryDeferQueue implements DeferQueue {
   }
 
   async nextDueAt(): Promise<number | null> {
-    let next = this.due.length > 0 ? (this.due[0] as { releaseAt: number }).releaseAt : null;
-    for (const id of this.leased) {
-      const until = this.held.get(id)?.leaseUntil as number;
-      if (next === null || until < next) next = until;
+    const due = this.due.length > 0 ? (this.due[0] as { releaseAt: number }).releaseAt : null;
+    let lease = this.leaseOrder.peek();
+    while (lease !== undefined && !this.isLease(lease)) {
+      this.leaseOrder.pop();
+      lease = this.leaseOrder.peek();
     }
-    return next;
+    if (lease === undefined) return due;
+    return due === null ? lease.until : Math.min(due, lease.until);
   }
 
   async close(): Promise<void> {
@@ -299,8 +307,7 @@ export class MemoryDeferQueue implements DeferQueue {
     if (leaseUntil !== undefined) {
       const record = this.held.get(id) as Held;
       this.unlist(id, record);
-      record.leaseUntil = leaseUntil;
-      this.leased.add(id);
+      this.leaseUntil(id, record, leaseUntil);
     }
     return { id };
   }
@@ -331,6 +338,23 @@ export class MemoryDeferQueue implements DeferQueue {
     }
     this.held.set(id, record);
     this.list(id, record.releaseAt);
+  }
+
+  /** Leases a held msg (taken, or held leased) until `until`. */
+  private leaseUntil(id: string, record: Held, until: number): void {
+    record.leaseUntil = until;
+    this.leased.add(id);
+    if (this.leaseOrder.size > 2 * this.leased.size + 1024) {
+      const live = this.leaseOrder.values().filter((e) => this.isLease(e));
+      this.leaseOrder.clear();
+      for (const e of live) this.leaseOrder.push(e);
+    }
+    this.leaseOrder.push({ until, id });
+  }
+
+  /** whether a lease-order entry is the msg's current lease (not acked, dropped or taken anew since) */
+  private isLease(entry: { until: number; id: string }): boolean {
+    return this.leased.has(entry.id) && this.held.get(entry.id)?.leaseUntil === entry.until;
   }
 
   /** The held msg as handed out, or undefined (reported) when it cannot be read back. */

@@ -241,7 +241,8 @@ export class Deferrals {
       } catch (err) {
         for (const index of indexes) results[index] = err instanceof Error ? err : new Error(String(err));
       }
-      this.held(gate);
+      // a msg held leased is its holder's to release: the poller has nothing new to take
+      this.held(gate, indexes.some((i) => items[i]?.leaseUntil === undefined));
     }));
     return results;
   }
@@ -317,8 +318,8 @@ export class Deferrals {
     }
   }
 
-  private held(gate: string): void {
-    this.running.get(gate)?.poller.wake();
+  private held(gate: string, due: boolean): void {
+    if (due) this.running.get(gate)?.poller.wake();
     this.sizeChanged(gate);
     if (!this.holding.has(gate)) {
       this.holding.add(gate);

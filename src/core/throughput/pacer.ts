@@ -1,3 +1,5 @@
+import { MinHeap } from "../minHeap";
+
 interface Entry<T> {
   dueAt: number;
   /** arrival order: items due at the same ms leave in the order they were added */
@@ -16,7 +18,7 @@ function earlier<T>(a: Entry<T>, b: Entry<T>): boolean {
  * adding and releasing cost O(log n) however many are held.
  */
 export class Pacer<T> {
-  private readonly heap: Entry<T>[] = [];
+  private readonly heap = new MinHeap<Entry<T>>(earlier);
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
@@ -27,7 +29,7 @@ export class Pacer<T> {
   constructor(private readonly onDue: (items: T[]) => void, private readonly now: () => number = Date.now) {}
 
   get size(): number {
-    return this.heap.length;
+    return this.heap.size;
   }
 
   get isStopped(): boolean {
@@ -37,7 +39,7 @@ export class Pacer<T> {
   /** Holds `item` until `dueAt` (epoch ms). Returns false once stopped: the caller keeps it. */
   add(dueAt: number, item: T): boolean {
     if (this.stopped) return false;
-    this.push({ dueAt, seq: this.seq++, item });
+    this.heap.push({ dueAt, seq: this.seq++, item });
     if (dueAt < this.armedFor) this.arm();
     return true;
   }
@@ -46,10 +48,10 @@ export class Pacer<T> {
   take(pick: (item: T) => boolean): T[] {
     const taken: Entry<T>[] = [];
     const kept: Entry<T>[] = [];
-    for (const entry of this.heap) (pick(entry.item) ? taken : kept).push(entry);
+    for (const entry of this.heap.values()) (pick(entry.item) ? taken : kept).push(entry);
     if (taken.length === 0) return [];
-    this.heap.length = 0;
-    for (const entry of kept) this.push(entry);
+    this.heap.clear();
+    for (const entry of kept) this.heap.push(entry);
     this.arm();
     return taken.sort((a, b) => (earlier(a, b) ? -1 : 1)).map((e) => e.item);
   }
@@ -67,14 +69,14 @@ export class Pacer<T> {
     this.armedFor = Number.POSITIVE_INFINITY;
     const now = this.now();
     const due: T[] = [];
-    while (this.heap.length > 0 && (this.heap[0] as Entry<T>).dueAt <= now) due.push((this.pop() as Entry<T>).item);
+    while ((this.heap.peek()?.dueAt ?? Number.POSITIVE_INFINITY) <= now) due.push((this.heap.pop() as Entry<T>).item);
     this.arm();
     if (due.length > 0) this.onDue(due);
   }
 
   private arm(): void {
     this.disarm();
-    const first = this.heap[0];
+    const first = this.heap.peek();
     if (!first || this.stopped) return;
     this.armedFor = first.dueAt;
     const wait = first.dueAt - this.now();
@@ -89,36 +91,5 @@ export class Pacer<T> {
     this.timer = undefined;
     this.immediate = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
-  }
-
-  private push(entry: Entry<T>): void {
-    const heap = this.heap;
-    let i = heap.push(entry) - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!earlier(entry, heap[parent] as Entry<T>)) break;
-      heap[i] = heap[parent] as Entry<T>;
-      i = parent;
-    }
-    heap[i] = entry;
-  }
-
-  private pop(): Entry<T> | undefined {
-    const heap = this.heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (heap.length === 0 || last === undefined) return top;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      if (left >= heap.length) break;
-      const right = left + 1;
-      const child = right < heap.length && earlier(heap[right] as Entry<T>, heap[left] as Entry<T>) ? right : left;
-      if (!earlier(heap[child] as Entry<T>, last)) break;
-      heap[i] = heap[child] as Entry<T>;
-      i = child;
-    }
-    heap[i] = last;
-    return top;
   }
 }

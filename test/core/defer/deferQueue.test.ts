@@ -511,6 +511,27 @@ describe("memory defer queue", function () {
     now = 1_000_600;
     assert.deepEqual((await queue.takeDue(5, 100)).map((m) => m.id), ["t"]);
   });
+
+  it("keeps leases in expiry order: of 20,000 leased msgs, acked or re-leased, a take finds exactly the expired ones", async () => {
+    let now = 2_000_000;
+    const queue = new MemoryDeferQueue({ clock: () => now });
+    const items = Array.from({ length: 20_000 }, (_, i) => ({ entry: entry({ id: `l${i}`, dueAt: now + i }), leaseUntil: now + 10_000 + i }));
+    await queue.deferMany(items);
+    // most leave and are acked; some are held again under a later lease (their first lease entry is stale now)
+    await queue.ack(items.filter((_, i) => i % 10 !== 0 && i % 10 !== 1).map((it) => it.entry.id as string));
+    await queue.deferMany(items.filter((_, i) => i % 10 === 1).map((it) => ({ ...it, leaseUntil: now + 50_000 })));
+    assert.equal(await queue.size(), 4_000);
+    assert.equal(await queue.nextDueAt(), now + 10_000, "the earliest live lease: l0's");
+    now += 10_000 + 99;
+    assert.deepEqual((await queue.takeDue(100, 1_000)).map((m) => m.id), ["l0", "l10", "l20", "l30", "l40", "l50", "l60", "l70", "l80", "l90"]);
+    now = 2_000_000 + 49_999;
+    const back = await queue.takeDue(5_000, 1_000);
+    assert.equal(back.length, 2_000, "the expired leases (the ten taken above included), not the later ones, each once");
+    assert.deepEqual([...new Set(back.map((m) => Number(m.id.slice(1)) % 10))], [0]);
+    assert.equal(new Set(back.map((m) => m.id)).size, 2_000);
+    now += 1;
+    assert.equal((await queue.takeDue(5_000, 1_000)).length, 2_000, "then the re-leased ones");
+  });
 });
 
 describe("memory defer store: the journal is always what is still owed", function () {
