@@ -45,32 +45,49 @@ function flow(reportUrl: string): object[] {
   ];
 }
 
-describe("a memory store survives SIGKILL: held msgs never released twice nor lost, counters and the block list kept", function () {
-  this.timeout(180_000);
-  const dir = mkdtempSync(join(tmpdir(), "sendgate-crash-"));
-  const released: { id: string; release_id: string }[] = [];
-  let server: Server;
-  let flowFile = "";
+/** One msg out of a flow's report node: what it was, and when it reached the test's server. */
+interface Released {
+  id: string;
+  release_id: string;
+  at: number;
+}
 
+/**
+ * The suite's flow, written to a flows file of its own, whose released msgs
+ * are POSTed to a server of the test's (the record of what left, kept across
+ * the kills and restarts of the process).
+ */
+function reportingFlow(dirPrefix: string, flowOf: (reportUrl: string) => object[]): { released: Released[]; flowFile: () => string } {
+  const dir = mkdtempSync(join(tmpdir(), dirPrefix));
+  const released: Released[] = [];
+  let server: Server | undefined;
+  let flowFile = "";
   before(async () => {
-    server = createServer((req, res) => {
+    const listening = createServer((req, res) => {
       let body = "";
       req.on("data", (c: Buffer) => { body += c.toString(); });
       req.on("end", () => {
-        released.push(JSON.parse(body) as { id: string; release_id: string });
+        released.push({ ...(JSON.parse(body) as { id: string; release_id: string }), at: Date.now() });
         res.end("ok");
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const address = server.address();
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+    const address = listening.address();
     const port = typeof address === "object" && address ? address.port : 0;
     flowFile = join(dir, "flows.json");
-    writeFileSync(flowFile, JSON.stringify(flow(`http://127.0.0.1:${port}/released`)));
+    writeFileSync(flowFile, JSON.stringify(flowOf(`http://127.0.0.1:${port}/released`)));
   });
   after(() => {
-    server.close();
+    server?.close();
     rmSync(dir, { recursive: true, force: true });
   });
+  return { released, flowFile: () => flowFile };
+}
+
+describe("a memory store survives SIGKILL: held msgs never released twice nor lost, counters and the block list kept", function () {
+  this.timeout(180_000);
+  const { released, flowFile } = reportingFlow("sendgate-crash-", flow);
 
   async function fan(red: NodeRedProcess, recipients: string[]): Promise<void> {
     const res = await fetch(`${red.baseUrl}/fan`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recipients }) });
@@ -110,7 +127,7 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
 
   it("after a graceful stop with held msgs, a restart releases them once and a crash after that does not release them again", async () => {
     released.length = 0;
-    const red = new NodeRedProcess(flowFile);
+    const red = new NodeRedProcess(flowFile());
     try {
       await red.start();
       await fan(red, ["solo"]);
@@ -134,7 +151,7 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
 
   it("a crash while msgs are held loses none: the next start releases each once, and a crash after that repeats none", async () => {
     released.length = 0;
-    const red = new NodeRedProcess(flowFile);
+    const red = new NodeRedProcess(flowFile());
     try {
       await red.start();
       await fan(red, ["single"]);
@@ -161,7 +178,7 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
   });
 
   it("keeps counters (snapshotted every few seconds) and a block-list change (at once) across a crash", async () => {
-    const red = new NodeRedProcess(flowFile);
+    const red = new NodeRedProcess(flowFile());
     const send = async (recipient: string) => {
       const res = await fetch(`${red.baseUrl}/send`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recipient, channel: "email" }) });
       const body = await res.text();
@@ -214,33 +231,10 @@ function pacingFlow(reportUrl: string): object[] {
 
 describe("a throughput-gate's paced msgs survive SIGKILL on the memory store: none lost, none released twice", function () {
   this.timeout(120_000);
-  const dir = mkdtempSync(join(tmpdir(), "sendgate-pace-crash-"));
-  const released: { id: string; release_id: string; at: number }[] = [];
-  let server: Server;
-  let flowFile = "";
-
-  before(async () => {
-    server = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c: Buffer) => { body += c.toString(); });
-      req.on("end", () => {
-        released.push({ ...(JSON.parse(body) as { id: string; release_id: string }), at: Date.now() });
-        res.end("ok");
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const address = server.address();
-    const port = typeof address === "object" && address ? address.port : 0;
-    flowFile = join(dir, "flows.json");
-    writeFileSync(flowFile, JSON.stringify(pacingFlow(`http://127.0.0.1:${port}/released`)));
-  });
-  after(() => {
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const { released, flowFile } = reportingFlow("sendgate-pace-crash-", pacingFlow);
 
   it("60 msgs paced at 20/s, killed after about a second: the restart releases the rest once, and a second crash repeats none", async () => {
-    const red = new NodeRedProcess(flowFile);
+    const red = new NodeRedProcess(flowFile());
     const ids = Array.from({ length: 60 }, (_, i) => `p${i}`);
     try {
       await red.start();
