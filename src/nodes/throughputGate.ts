@@ -271,13 +271,13 @@ export default function register(RED: NodeAPI): void {
       const maxWaitMs = s.disposition === "skip" ? 0 : Math.min(s.maxWaitMs, untilExpiry);
       const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
       const now = new Date();
-      if (!(outcome instanceof StoreUnavailableError)) storeClock.observe(outcome.nowUs / 1000);
       if (outcome instanceof StoreUnavailableError) {
         msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome));
         status.failOpen();
         send([msg, null, null]);
         return;
       }
+      storeClock.observe(outcome.nowUs / 1000);
       if (!outcome.allowed) {
         const refusal = throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now },
           s.disposition === "queue" ? maxWaitMs : undefined);
