@@ -167,6 +167,9 @@ function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecret
  * What one cap-config owns: checked settings, validated rules, the store and
  * the engines that work in it. Knows nothing of Node-RED.
  */
+/** How long a closing cap-config waits for its closing gates' last msgs (Node-RED gives a node 15 s to close). */
+export const DRAIN_MS = 10_000;
+
 export class CapService {
   readonly access: StoreAccess;
   readonly engine: CapEngine;
@@ -184,6 +187,8 @@ export class CapService {
   private readonly hmacSecret: string | undefined;
   private snapshotTimer: NodeJS.Timeout | undefined;
   private lastSnapshot = "";
+  /** closing gates' last msgs, which still need the store (see drainBeforeClose) */
+  private readonly draining = new Set<Promise<void>>();
 
   private constructor(
     readonly settings: CapSettings,
@@ -285,7 +290,24 @@ export class CapService {
     }, (spend) => this.engine.totals.refund(spend));
   }
 
+  /**
+   * A closing gate's msgs still in flight (begun, or waiting in its intake):
+   * close() lets them finish (hold, claim, record) before it closes the store,
+   * at most DRAIN_MS. Node-RED closes a flow's gates before its config nodes,
+   * but does not wait for them: without this a redeploy or a stop during a
+   * burst would close the store under the burst's last msgs.
+   */
+  drainBeforeClose(finished: Promise<void>): void {
+    const tracked = finished.finally(() => this.draining.delete(tracked));
+    this.draining.add(tracked);
+  }
+
   async close(): Promise<void> {
+    if (this.draining.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...this.draining]), new Promise((resolve) => { timer = setTimeout(resolve, DRAIN_MS); })]);
+      clearTimeout(timer);
+    }
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
     // pollers first: a release in progress finishes (and acks) before the journal is compacted
     await this.deferrals.close();

@@ -168,7 +168,7 @@ export default function register(RED: NodeAPI): void {
       return claim(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics, config?.service?.access.queue);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics, config?.service?.access.queue, config?.service);
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

@@ -1,6 +1,6 @@
 import type { Node, NodeMessage, NodeMessageInFlow } from "node-red";
 import type { Admission } from "../core/admission";
-import type { CapService } from "../core/capService";
+import { DRAIN_MS, type CapService } from "../core/capService";
 import type { GateCounts } from "../core/metrics/gateCounts";
 import { GATE_OUTPUTS } from "../core/metrics/labels";
 import { OutputOrder } from "../core/outputOrder";
@@ -60,7 +60,7 @@ export type LineUp = (recipient: { org: string; recipient: string }) => void;
  */
 export function serveGate(
   node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[],
-  metrics?: { counts: GateCounts; forget: () => void }, backlog?: Backlog,
+  metrics?: { counts: GateCounts; forget: () => void }, backlog?: Backlog, drains?: Pick<CapService, "drainBeforeClose">,
 ): void {
   const order = new OutputOrder();
   const intake = new Intake<NodeMessageInFlow, SendFn, Done>((msg, send, done) => {
@@ -88,10 +88,19 @@ export function serveGate(
   node.on("close", (removed: boolean, done: () => void) => {
     intake.flush();
     if (removed) metrics?.forget();
-    Promise.allSettled(cleanups.map((cleanup) => cleanup?.())).then(() => {
-      status.stop();
-      done();
-    }, done);
+    // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done
+    const finished = intake.idle();
+    drains?.drainBeforeClose(finished);
+    let timer: NodeJS.Timeout | undefined;
+    Promise.race([finished, new Promise((resolve) => { timer = setTimeout(resolve, DRAIN_MS); })])
+      .then(() => {
+        clearTimeout(timer);
+        return Promise.allSettled(cleanups.map((cleanup) => cleanup?.()));
+      })
+      .then(() => {
+        status.stop();
+        done();
+      }, done);
   });
 }
 

@@ -107,7 +107,7 @@ export default function register(RED: NodeAPI): void {
       send([null, msg, null]);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics, config?.service?.access.queue);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics, config?.service?.access.queue, config?.service);
   }
 
   RED.nodes.registerType(GATE, QuietHoursGate);

@@ -318,7 +318,7 @@ export default function register(RED: NodeAPI): void {
       if (!pacer.add(storeClock.toLocal(dueAt), { held, tag })) await handBack([{ held, tag }]);
     }
 
-    serveGate(node, status, handle, stops, metrics, service?.access.queue);
+    serveGate(node, status, handle, stops, metrics, service?.access.queue, service);
   }
 
   RED.nodes.registerType(GATE, ThroughputGate);

@@ -102,4 +102,19 @@ describe("core/intake: a gate's line of msgs not yet begun", () => {
     assert.deepEqual(begun, [0, 1, 2, 3, 4, 5]);
     assert.equal(intake.waiting, 0);
   });
+
+  it("is idle once every msg that came in has begun and left (a closing gate waits for that)", async () => {
+    const intake = new Intake<number, null, null>(() => undefined, undefined, 2);
+    await intake.idle();
+    for (let i = 0; i < 5; i++) intake.enter(i, null, null);
+    let idle = false;
+    void intake.idle().then(() => { idle = true; });
+    intake.flush();
+    for (let i = 0; i < 4; i++) intake.leave();
+    await Promise.resolve();
+    assert.equal(idle, false, "one msg is still in progress");
+    intake.leave();
+    await Promise.resolve();
+    assert.equal(idle, true);
+  });
 });

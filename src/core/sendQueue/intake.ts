@@ -43,6 +43,7 @@ export class Intake<M, S, D> {
   private line: (M | S | D | boolean | undefined)[] = [];
   private head = 0;
   private active = 0;
+  private whenIdle: (() => void)[] = [];
 
   constructor(
     private readonly begin: (msg: M, send: S, done: D) => void,
@@ -72,6 +73,13 @@ export class Intake<M, S, D> {
   leave(): void {
     this.active--;
     while (this.active < this.maxActive && this.head < this.line.length) this.beginNext();
+    if (this.active === 0 && this.head === this.line.length && this.whenIdle.length > 0) for (const resolve of this.whenIdle.splice(0)) resolve();
+  }
+
+  /** Resolves once every msg that came in has begun and is done (a closing gate lets its last msgs finish). */
+  idle(): Promise<void> {
+    if (this.active === 0 && this.head === this.line.length) return Promise.resolve();
+    return new Promise((resolve) => this.whenIdle.push(resolve));
   }
 
   /** On close: every waiting msg begins now, as it would have without the line (none is lost). */
