@@ -31,6 +31,7 @@ import { Deferrals } from "./deferral/deferrals";
 import { AdmissionMetrics } from "./metrics/admissionMetrics";
 import { RuleCacheStats } from "./pgRules/ruleCache";
 import { ThroughputLimiter } from "./throughput/throughputLimiter";
+import { withTimeout } from "./withTimeout";
 
 /** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
 export const ADMIN_WAIT_MS = 5000;
@@ -163,13 +164,13 @@ function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecret
   }), (source) => attachDurableBlockList(source, settings, suppression, log));
 }
 
+/** How long a closing cap-config waits for its closing gates' last msgs (Node-RED gives a node 15 s to close). */
+export const DRAIN_MS = 10_000;
+
 /**
  * What one cap-config owns: checked settings, validated rules, the store and
  * the engines that work in it. Knows nothing of Node-RED.
  */
-/** How long a closing cap-config waits for its closing gates' last msgs (Node-RED gives a node 15 s to close). */
-export const DRAIN_MS = 10_000;
-
 export class CapService {
   readonly access: StoreAccess;
   readonly engine: CapEngine;
@@ -303,11 +304,7 @@ export class CapService {
   }
 
   async close(): Promise<void> {
-    if (this.draining.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...this.draining]), new Promise((resolve) => { timer = setTimeout(resolve, DRAIN_MS); })]);
-      clearTimeout(timer);
-    }
+    if (this.draining.size > 0) await withTimeout(Promise.allSettled([...this.draining]), DRAIN_MS, []);
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
     // pollers first: a release in progress finishes (and acks) before the journal is compacted
     await this.deferrals.close();

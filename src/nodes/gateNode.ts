@@ -5,6 +5,7 @@ import type { GateCounts } from "../core/metrics/gateCounts";
 import { GATE_OUTPUTS } from "../core/metrics/labels";
 import { OutputOrder } from "../core/outputOrder";
 import { Intake, type Backlog } from "../core/sendQueue/intake";
+import { withTimeout } from "../core/withTimeout";
 import type { GateStatus } from "./gateStatus";
 import { releaseHandler } from "./holding";
 import type { AdmittedMsg } from "./refusal";
@@ -91,12 +92,8 @@ export function serveGate(
     // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done
     const finished = intake.idle();
     drains?.drainBeforeClose(finished);
-    let timer: NodeJS.Timeout | undefined;
-    Promise.race([finished, new Promise((resolve) => { timer = setTimeout(resolve, DRAIN_MS); })])
-      .then(() => {
-        clearTimeout(timer);
-        return Promise.allSettled(cleanups.map((cleanup) => cleanup?.()));
-      })
+    withTimeout(finished, DRAIN_MS, undefined)
+      .then(() => Promise.allSettled(cleanups.map((cleanup) => cleanup?.())))
       .then(() => {
         status.stop();
         done();

@@ -296,9 +296,9 @@ export default function register(RED: NodeAPI): void {
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const reservedUs = outcome.nowUs + outcome.waitUs;
       const tag = tags.of(ceilingKey(svc.settings.keyPrefix, sendData.org, scope));
-      let held: DeferredMsg;
+      let held: DeferInput & { id: string };
       try {
-        const entry: DeferInput & { id: string } = {
+        held = {
           id: heldMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient)), gate: node.id, dueAt,
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
@@ -306,8 +306,8 @@ export default function register(RED: NodeAPI): void {
           meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs) },
         };
         // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
-        const { id } = await svc.deferrals.hold(entry, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
-        held = { ...entry, id };
+        // (under its own id: a msg without a collapse key is never merged into another)
+        await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
       } catch (err) {
         // the msg goes to Catch and will not use its instant: given back unless something was reserved after it
         await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);

@@ -3,6 +3,8 @@ import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from 
 import throughputGate from "../../src/nodes/throughputGate";
 import { REDIS_URL, sleep, uniquePrefix } from "../support/redis";
 import { SuiteStore } from "../support/suiteStore";
+import type { CapConfigNode } from "../../src/nodes/capConfig";
+import type { CapService } from "../../src/core/capService";
 
 const nodes = [...gateNodes, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];
@@ -174,6 +176,29 @@ describe("throughput-gate", function () {
     await sleep(200);
     assert.equal(out.total(), 2000, "each once");
   });
+
+  for (const store of ["memory", "redis"] as const) {
+    it(`paces a burst of 5,000 in one tick at 10,000/s (${store}): each held msg leaves once, never before its instant, and every one is acked`, async () => {
+      const { out, send } = await deploy({ store, gate: { rate: 10_000, interval: 1, burst: 1 } });
+      const releases: Release[] = [];
+      helper.getNode("allowed")?.on("input", recordReleases(releases));
+      for (let i = 0; i < 5000; i++) send({ messageId: `b${i}`, recipient: `r${i}` });
+      await out.until(5000, 20_000);
+      assert.equal(out.of("caught").length, 0);
+      assert.equal(new Set(out.of("allowed").map((m) => m.messageId)).size, 5000, "each once");
+      assert.ok(releases.filter((r) => r.due !== undefined).length >= 4000, "held to their instants");
+      for (const r of releases) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${(r.due as number) - r.at} ms before its instant`);
+      // released by the gate's own timer and acked: nothing stays leased in the queue to come back after the lease
+      const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+      const started = Date.now();
+      let held = -1;
+      while (Date.now() - started < 3000 && held !== 0) {
+        held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
+        if (held !== 0) await sleep(50);
+      }
+      assert.equal(held, 0, "every held msg acked");
+    });
+  }
 
   it("in HTTP mode answers 429 with a whole-second Retry-After (RFC 9110), the exact wait in the body", async () => {
     const { out, send } = await deploy({ store: "memory", gate: { rate: 10, burst: 1, disposition: "skip", httpResponse: true } });

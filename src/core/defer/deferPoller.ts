@@ -1,3 +1,4 @@
+import { ackReleased } from "./ackReleased";
 import type { DeferQueue, DeferredMsg } from "./deferQueue";
 
 export interface DeferPollerOptions {
@@ -116,32 +117,15 @@ export class DeferPoller {
     }
   }
 
-  /**
-   * Acks a released batch, retrying (an ack is idempotent) until close to the
-   * lease's end: an ack lost to a connection reset must not release the whole
-   * batch again. Past that the lease ends anyway and the batch comes back
-   * (each msg with the same release_id, so a downstream node can drop it).
-   */
+  /** Acks a released batch, trying again until close to the lease's end (ackReleased). */
   private async ack(ids: string[], leaseEnd: number, run: Run): Promise<boolean> {
     const { queue, leaseMs } = this.options;
     const margin = Math.min(1000, leaseMs / 10);
-    let wait = this.options.ackRetryMs ?? 50;
     const stoppedAt = (): number => (run.stopped ? (run.stoppedAt ??= Date.now()) : Number.POSITIVE_INFINITY);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await queue.ack(ids);
-        return true;
-      } catch (err) {
-        // while stopping (a redeploy), give up sooner: the lease brings the batch back to whoever runs next
-        const giveUpAt = Math.min(leaseEnd - margin, stoppedAt() + 2000);
-        if (Date.now() + wait >= giveUpAt) {
-          this.report(new Error(`could not ack ${ids.length} released msg(s) after ${attempt} attempt(s) (${(err as Error).message}): they come back when their lease ends, with the same release_id`));
-          return false;
-        }
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        wait = Math.min(wait * 2, 1000);
-      }
-    }
+    // while stopping (a redeploy), give up sooner: the lease brings the batch back to whoever runs next
+    const failed = await ackReleased(queue, ids, () => Math.min(leaseEnd - margin, stoppedAt() + 2000), this.options.ackRetryMs);
+    if (failed) this.report(failed);
+    return failed === undefined;
   }
 
   private report(err: unknown): void {

@@ -4,6 +4,7 @@ export { RedisDeferQueue, deferKeys, type DeferKeys, type DeferScope } from "./r
 export { MemoryDeferQueue, type DeferClock, type QueueChange } from "./memoryDeferQueue";
 export { MemoryDeferStore } from "./memoryDeferStore";
 export { DeferPoller, type DeferPollerOptions } from "./deferPoller";
+export { ackReleased } from "./ackReleased";
 export { deferCodec, plainCodec, type DeferCodec } from "./deferCodec";
 export { LocalGateRegistry, RedisGateRegistry, BEAT_MS, BEAT_TTL_MS, type GateRegistry } from "./gateRegistry";
 export { migrateLegacyQueue, legacyDeferKeys } from "./legacyQueue";

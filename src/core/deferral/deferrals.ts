@@ -1,5 +1,5 @@
 import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg, GateRegistry } from "../defer";
-import { BEAT_MS, DeferPoller } from "../defer";
+import { ackReleased, BEAT_MS, DeferPoller } from "../defer";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
 import { asStoreFailure } from "../storeFaults";
@@ -173,27 +173,16 @@ export class Deferrals {
   }
 
   /**
-   * Removes msgs a gate held leased and released itself. An ack that fails is
-   * tried again (it is idempotent) for up to `retryForMs`; past that the msgs
+   * Removes msgs a gate held leased and released itself, trying again for up
+   * to `retryForMs` (none once the cap-config closes); past that the msgs
    * come back when their leases end, with the same release_id, and it says so.
    */
   async acked(gate: string, ids: readonly string[], retryForMs = 5_000): Promise<void> {
     if (ids.length === 0) return;
-    const queue = this.queueOf(gate);
-    const giveUpAt = Date.now() + retryForMs;
-    for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
-      try {
-        await queue.ack(ids);
-        break;
-      } catch (err) {
-        if (this.closing || Date.now() + wait >= giveUpAt) {
-          this.warnOnce(`defer queue of gate ${gate}: could not ack ${ids.length} released msg(s) (${(err as Error).message}): they come back when their lease ends, with the same release_id`);
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-    this.sizeChanged(gate);
+    const until = Date.now() + retryForMs;
+    const failed = await ackReleased(this.queueOf(gate), ids, () => (this.closing ? 0 : until));
+    if (failed) this.warnOnce(`defer queue of gate ${gate}: ${failed.message}`);
+    else this.sizeChanged(gate);
   }
 
   /**
@@ -201,12 +190,11 @@ export class Deferrals {
    * before their instants): the next poller releases them. What cannot be
    * put back stays leased and comes back when the lease ends.
    */
-  async handBack(gate: string, items: readonly DeferItem[]): Promise<void> {
+  async handBack(gate: string, items: readonly Omit<DeferItem, "leaseUntil">[]): Promise<void> {
     if (items.length === 0) return;
-    const unleased = items.map(({ leaseUntil: _lease, ...item }) => item);
     let failed: Error | undefined;
     try {
-      const results = await this.queueOf(gate).deferMany(unleased);
+      const results = await this.queueOf(gate).deferMany(items);
       failed = results.find((r): r is Error => r instanceof Error);
     } catch (err) {
       failed = err instanceof Error ? err : new Error(String(err));

@@ -5,6 +5,7 @@ import type { StoreCall } from "../sendQueue/sendQueue";
 import type { CircuitState } from "../storeGuard";
 import type { StoreState } from "../stores/admissionStore";
 import { GateCounts } from "./gateCounts";
+import { withTimeout } from "../withTimeout";
 
 /** What a cap-config is, fixed for its life (the `sendgate_info` labels). */
 export interface MetricsIdentity {
@@ -49,11 +50,6 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 /** a scrape never waits longer than this for the defer queue's size */
 const HELD_READ_MS = 1000;
 
-function withTimeout<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<T>((resolve) => { timer = setTimeout(() => resolve(fallback), ms); });
-  return Promise.race([work.catch(() => fallback), late]).finally(() => clearTimeout(timer));
-}
 
 /**
  * One cap-config's metrics (SPEC §7 `GET …/metrics`): a prom-client Registry

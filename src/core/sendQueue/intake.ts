@@ -73,13 +73,17 @@ export class Intake<M, S, D> {
   leave(): void {
     this.active--;
     while (this.active < this.maxActive && this.head < this.line.length) this.beginNext();
-    if (this.active === 0 && this.head === this.line.length && this.whenIdle.length > 0) for (const resolve of this.whenIdle.splice(0)) resolve();
+    if (this.whenIdle.length > 0 && this.isIdle) for (const resolve of this.whenIdle.splice(0)) resolve();
   }
 
   /** Resolves once every msg that came in has begun and is done (a closing gate lets its last msgs finish). */
   idle(): Promise<void> {
-    if (this.active === 0 && this.head === this.line.length) return Promise.resolve();
+    if (this.isIdle) return Promise.resolve();
     return new Promise((resolve) => this.whenIdle.push(resolve));
+  }
+
+  private get isIdle(): boolean {
+    return this.active === 0 && this.head === this.line.length;
   }
 
   /** On close: every waiting msg begins now, as it would have without the line (none is lost). */

@@ -3,6 +3,7 @@ import { StoreUnavailableError } from "../errors";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
 import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "./quotaStep";
+import { withTimeout } from "../withTimeout";
 
 /** A total cap as one send meets it: its shared counter and limit. */
 export interface TotalCounter {
@@ -278,9 +279,7 @@ export class TotalLeases {
         this.schedule(lease);
       }
     }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(done), new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);
-    clearTimeout(timer);
+    await withTimeout(Promise.all(done), timeoutMs, []);
   }
 
   private lease(key: string, limit: QuotaLimit): Lease {
