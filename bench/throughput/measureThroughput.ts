@@ -4,6 +4,7 @@ import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import type { StoreKind } from "../scenarios";
 import { summarize } from "../stats";
+import { wallClock } from "../load/wallClock";
 
 /** The gate in skip mode: how many msgs a second it judges (all handed over with a bound on msgs in flight). */
 export interface SkipRow {
@@ -55,6 +56,8 @@ let deploys = 0;
 
 interface Bench {
   input: Node;
+  /** the wall clock, sub-ms: what `on` stamps each msg with */
+  now: () => number;
   /** called with each msg that reaches sink `name`, and when */
   on(name: string, listener: (msg: NodeMessage, at: number) => void): void;
 }
@@ -74,11 +77,13 @@ async function deploy(red: EmbeddedRed, store: StoreKind, ctx: ThroughputContext
   ];
   await deployGate(red, { gateId, configId, nodes });
   const input = red.nodes.getNode(gateId) as Node;
+  const now = wallClock();
   return {
     input,
+    now,
     on(name, listener) {
       const sink = red.nodes.getNode(`${tag}-${name}`) as Node;
-      sink.on("input", (msg: NodeMessage) => listener(msg, performance.timeOrigin + performance.now()));
+      sink.on("input", (msg: NodeMessage) => listener(msg, now()));
     },
   };
 }
@@ -146,13 +151,13 @@ async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number
     out++;
     const releaseAt = (msg as { admission?: { release_at?: string } }).admission?.release_at;
     if (releaseAt === undefined) return;
-    // release_at is whole ms, rounded up from the reserved µs: lateness below 0 cannot happen, below 1 ms is rounding
+    // release_at is whole ms, rounded up from the reserved µs, and `at` is on the wall clock's scale: lateness below 0 cannot happen, below 1 ms is rounding
     late.push(at - Date.parse(releaseAt));
     times.push(at);
   });
   bench.on("skipped", () => { out++; });
   collectGarbage();
-  const offerEnd = performance.timeOrigin + performance.now() + OFFER_MS;
+  const offerEnd = bench.now() + OFFER_MS;
   const offered = await offer(bench.input, rate);
   await until(() => out >= offered, DRAIN_LIMIT_MS);
   return pacingRow(`throughput-gate queue (${store})`, rate, offered, late, times, offerEnd);
@@ -167,7 +172,7 @@ async function delayPacing(ctx: ThroughputContext, rate: number): Promise<Pacing
   const times: number[] = [];
   bench.on("allowed", (_msg, at) => { times.push(at); });
   collectGarbage();
-  const offerEnd = performance.timeOrigin + performance.now() + OFFER_MS;
+  const offerEnd = bench.now() + OFFER_MS;
   const offered = await offer(bench.input, rate);
   // it never catches up at the higher rates: what it released by the time the gate had drained is its rate
   await until(() => times.length >= offered, DRAIN_LIMIT_MS);
