@@ -13,7 +13,7 @@ export interface Send {
   /** no prototype: read it with ownValue */
   attributes: Record<string, string>;
   /** no prototype: read it with ownValue */
-  recipientLimits: Record<string, number>;
+  recipientLimits: Readonly<Record<string, number>>;
   /** IANA zone of the recipient (calendar windows, quiet hours); absent: the gate's default */
   timezone?: string;
   /** epoch ms after which a deferred send is never released */
@@ -85,10 +85,6 @@ function idString(field: string, value: unknown): string | undefined {
   throw new SendFieldError(field, `must be a string or number, got ${typeof value}`);
 }
 
-function optionalField<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
-}
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -115,8 +111,11 @@ export function readAttributes(value: unknown): Record<string, string> {
   return out;
 }
 
-function readRecipientLimits(value: unknown): Record<string, number> {
-  if (absent(value)) return emptyRecord();
+/** Most sends have no limits of their own: one empty record for all (a null-prototype object is a hash table, ~200 bytes each). */
+const NO_LIMITS: Readonly<Record<string, number>> = Object.freeze(emptyRecord<number>());
+
+function readRecipientLimits(value: unknown): Readonly<Record<string, number>> {
+  if (absent(value)) return NO_LIMITS;
   if (!isPlainObject(value)) throw new SendFieldError("recipientLimits", "must be an object { <cap_id>: count }");
   const out = emptyRecord<number>();
   for (const [capId, v] of Object.entries(value)) {
@@ -195,18 +194,15 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
 
   const org = sendOrg(raw.org, rules);
 
-  return {
-    recipient: raw.recipient,
-    channel,
-    ...(category !== undefined ? { category } : {}),
-    ...(tier !== undefined ? { tier } : {}),
-    messageId,
-    org,
-    attributes: readAttributes(raw.attributes),
-    recipientLimits: readRecipientLimits(raw.recipientLimits),
-    ...optionalField("timezone", readTimezone(raw.timezone)),
-    ...optionalField("expiresAt", readExpiresAt(raw.expiresAt)),
-  };
+  // one shape for every send, the optional fields set only when present: spreads of conditional literals made each send twice
+  const send: Send = { recipient: raw.recipient, channel, messageId, org, attributes: readAttributes(raw.attributes), recipientLimits: readRecipientLimits(raw.recipientLimits) };
+  if (category !== undefined) send.category = category;
+  if (tier !== undefined) send.tier = tier;
+  const timezone = readTimezone(raw.timezone);
+  if (timezone !== undefined) send.timezone = timezone;
+  const expiresAt = readExpiresAt(raw.expiresAt);
+  if (expiresAt !== undefined) send.expiresAt = expiresAt;
+  return send;
 }
 
 /**
