@@ -100,10 +100,13 @@ export function applicableCaps(
  * recipients' own zones would give one counter many different days.
  */
 function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock | undefined): ApplicableCap {
-  const { key, field } = totalCounters.name(rule, keyPrefix, send.org, send.attributes);
+  const name = totalCounters.name(rule, keyPrefix, send.org, send.attributes);
+  const { key, field } = name;
   if (rule.window_type === "lifetime" || rule.window_type === "rolling") {
+    if (name.cap) return name.cap;
     const quota = totalCounters.fixedLimit(rule);
-    return { rule, key, field, max: rule.max_count, windowMs: quota.windowMs, quota };
+    name.cap = { rule, key, field, max: rule.max_count, windowMs: quota.windowMs, quota };
+    return name.cap;
   }
   const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), clock?.defaultZone ?? "UTC");
   const length = period.endMs - period.startMs;

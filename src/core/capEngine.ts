@@ -127,7 +127,7 @@ export class CapEngine {
 
   claim(send: Send): Promise<CapDecision> {
     if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
-    return this.underRules(send, (rules) => this.claimUnder(send, rules));
+    return this.underRules(send, this.claimUnderRules, undefined);
   }
 
   /**
@@ -137,20 +137,23 @@ export class CapEngine {
    */
   check(send: Send, candidates?: readonly Candidate[]): Promise<CheckDecision> {
     if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
-    return this.underRules(send, (rules) => this.checkUnder(send, rules, candidates));
+    return this.underRules(send, this.checkUnderRules, candidates);
   }
 
-  /** Runs `then` with the send's rules: at once when they are at hand (inline, a fresh cache entry), else once loaded. */
-  private underRules<D>(send: Send, then: (rules: readonly CapRule[]) => Promise<D | { kind: "fail_open"; error: StoreUnavailableError }>): Promise<D | { kind: "fail_open"; error: StoreUnavailableError }> {
+  /** Runs `then` with the send's rules: at once when they are at hand (inline, a fresh cache entry), else once loaded. No closure per send: `then` is made once. */
+  private underRules<D, A>(send: Send, then: (send: Send, rules: readonly CapRule[], arg: A) => Promise<D | { kind: "fail_open"; error: StoreUnavailableError }>, arg: A): Promise<D | { kind: "fail_open"; error: StoreUnavailableError }> {
     let rules: readonly CapRule[] | Promise<readonly CapRule[]>;
     try {
       rules = this.options.rules(send.org, send.channel);
     } catch (err) {
       return this.rulesFailed(send, err);
     }
-    if (Array.isArray(rules)) return then(rules as readonly CapRule[]);
-    return (rules as Promise<readonly CapRule[]>).then(then, (err: unknown) => this.rulesFailed(send, err));
+    if (Array.isArray(rules)) return then(send, rules as readonly CapRule[], arg);
+    return (rules as Promise<readonly CapRule[]>).then((loaded) => then(send, loaded, arg), (err: unknown) => this.rulesFailed(send, err));
   }
+
+  private readonly claimUnderRules = (send: Send, rules: readonly CapRule[]): Promise<CapDecision> => this.claimUnder(send, rules);
+  private readonly checkUnderRules = (send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> => this.checkUnder(send, rules, candidates);
 
   private rulesFailed(send: Send, err: unknown): Promise<{ kind: "fail_open"; error: StoreUnavailableError }> {
     try {
@@ -234,32 +237,38 @@ export class CapEngine {
   private claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     const only = caps.length === 1 ? (caps[0] as ApplicableCap) : undefined;
     if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps);
-    const slot = this.totals.reserve(only.key, quotaOf(only));
-    if (slot === true) return this.spendOnly(send, only);
-    // a burst's sends waiting for a block: one promise each, not the general path's frame and arrays
-    return slot.then((answer) => {
-      if (answer === true) return this.spendOnly(send, only);
-      // closed: access.failed throws, for Catch
-      if (answer instanceof StoreUnavailableError) return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, answer) };
-      return totalRefusal(only, answer);
+    // one promise per send, settled by plain callbacks: a burst's sends wait here by the tens of thousands, and a
+    // promise chain per step (the slot, then the spend's report) would keep each alive through several collections
+    return new Promise((resolve, reject) => {
+      const limit = quotaOf(only);
+      if (this.totals.tryReserve(only.key, limit)) {
+        this.spendOnly(send, only, limit, resolve, reject);
+        return;
+      }
+      this.totals.waitFor(only.key, limit, (answer) => {
+        if (answer === true) this.spendOnly(send, only, limit, resolve, reject);
+        // closed: access.failed throws, for Catch
+        else if (answer instanceof StoreUnavailableError) settle((): CapDecision => ({ kind: "fail_open", error: this.options.access.failed(send.org, send.channel, answer) }), resolve, reject);
+        else resolve(totalRefusal(only, answer));
+      });
     });
   }
 
   /**
-   * One enforced total cap and no other (an ad's budget), its slot reserved
-   * at once: reported spent, then the msg may leave. The general path's
-   * answer, without its arrays and frame, which a burst of thousands of sends
-   * in flight would each keep while the spends are reported.
+   * One enforced total cap and no other (an ad's budget), its slot reserved:
+   * reported spent, then the msg may leave. The general path's answer,
+   * without its arrays and frame, which a burst of thousands of sends in
+   * flight would each keep while the spends are reported.
    */
-  private spendOnly(send: Send, cap: ApplicableCap): Promise<CapDecision> {
-    const { batch, index } = this.totals.commit(cap.key, quotaOf(cap));
-    return batch.done.then((): CapDecision => {
+  private spendOnly(send: Send, cap: ApplicableCap, limit: QuotaLimit, resolve: (decision: CapDecision) => void, reject: (err: unknown) => void): void {
+    const { batch, index } = this.totals.commit(cap.key, limit);
+    batch.onDone(() => settle((): CapDecision => {
       const spend = batch.answer(index);
       // closed: access.failed throws, for Catch; open: the msg leaves, with no slot taken to give back
       if (spend instanceof StoreUnavailableError) return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, spend), totals: [] };
       if ("kind" in spend) return totalRefusal(cap, spend);
       return { kind: "allowed", caps: NO_CAPS, outcome: NO_COUNTERS, attempt: { member: send.messageId, token: 0 }, totals: [{ cap, spend }] };
-    });
+    }, resolve, reject));
   }
 
   private async claimTotalsAndOwn(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
@@ -558,6 +567,18 @@ function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecis
   blocking.sort((a, b) => rank(b.retryAfterMs) - rank(a.retryAfterMs));
   const first = blocking[0];
   return { kind: "capped", blocking, retryAfterMs: first ? first.retryAfterMs : null };
+}
+
+/** Resolves with what `decide` answers, or rejects with what it throws (access.failed, closed). */
+function settle<T>(decide: () => T, resolve: (value: T) => void, reject: (err: unknown) => void): void {
+  let value: T;
+  try {
+    value = decide();
+  } catch (err) {
+    reject(err);
+    return;
+  }
+  resolve(value);
 }
 
 function rank(retryAfterMs: number | null): number {

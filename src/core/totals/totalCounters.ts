@@ -1,3 +1,4 @@
+import type { ApplicableCap } from "../applicableCaps";
 import { capCounterField, totalCounterKey } from "../keys";
 import { PerValueTree, perValuesOf } from "../perValueTree";
 import type { CapRule } from "../rules";
@@ -7,6 +8,8 @@ import { WINDOW_BUCKETS, type QuotaLimit } from "./quotaStep";
 export interface TotalCounterName {
   key: string;
   field: string;
+  /** a rolling or lifetime total's cap as a send meets it: the same for every send (a calendar one changes with its period) */
+  cap?: ApplicableCap;
 }
 
 /** Past this many orgs a rule's cache starts again (each org's per values are bounded by its own tree). */

@@ -52,7 +52,7 @@ export function remainingOf(reading: Pick<TotalReading, "max" | "used" | "leased
 /** A counter this cap-config has not met (a give-back after a redeploy): the store uses the limit the counter saved. */
 const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
 
-type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
+export type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
 /** a give-back waiting for its call: answered whether the store took it, or the failure */
 interface Given {
   giveBack: GiveBack;
@@ -63,20 +63,30 @@ type Spent = (answer: TotalSpend | TotalRefusal | StoreUnavailableError) => void
 
 /**
  * The spends of one counter that go out in one call. A burst commits
- * thousands of slots per call, so they share one promise and one answer
- * rather than each holding a promise of its own.
+ * thousands of slots per call, so they share one answer and are told by one
+ * listener each, not a promise each.
  */
 export class SpendBatch {
   size = 0;
-  readonly done: Promise<void>;
   private accepted = 0;
   private spend: Omit<TotalSpend, "id"> | undefined;
   private refusal: TotalRefusal | undefined;
   private failure: StoreUnavailableError | undefined;
-  private resolve: () => void = () => undefined;
+  private answered = false;
+  private listeners: Array<() => void> = [];
+  private settled: Promise<void> | undefined;
 
-  constructor(private readonly id: string) {
-    this.done = new Promise((resolve) => { this.resolve = resolve; });
+  constructor(private readonly id: string) {}
+
+  /** Resolves once the call has answered (or failed). */
+  get done(): Promise<void> {
+    return this.settled ??= this.answered ? Promise.resolve() : new Promise((resolve) => this.listeners.push(resolve));
+  }
+
+  /** Calls `listener` once the call has answered (or failed); at once when it has. */
+  onDone(listener: () => void): void {
+    if (this.answered) listener();
+    else this.listeners.push(listener);
   }
 
   /** The answer of the spend committed at `index` (once `done`). */
@@ -91,12 +101,19 @@ export class SpendBatch {
     this.accepted = accepted;
     this.spend = spend;
     this.refusal = refusal;
-    this.resolve();
+    this.tell();
   }
 
   fail(failure: StoreUnavailableError): void {
     this.failure = failure;
-    this.resolve();
+    this.tell();
+  }
+
+  private tell(): void {
+    this.answered = true;
+    const listeners = this.listeners;
+    this.listeners = [];
+    for (const listener of listeners) listener();
   }
 }
 
@@ -182,13 +199,23 @@ export class TotalLeases {
   /** A slot of the counter for one send: at once from the lease, else after the next call brings a block. */
   reserve(key: string, limit: QuotaLimit): true | Promise<true | TotalRefusal | StoreUnavailableError> {
     if (this.tryReserve(key, limit)) return true;
+    return new Promise((resolve) => this.waitFor(key, limit, resolve));
+  }
+
+  /**
+   * `waiter` is told when a slot is reserved for it (true), or why none was:
+   * after the next call brings a block. For a send that found the lease empty
+   * (tryReserve), without a promise: a burst parks tens of thousands here.
+   */
+  waitFor(key: string, limit: QuotaLimit, waiter: Waiter): void {
     const lease = this.lease(key, limit);
     lease.lastUsed = this.now();
-    if (this.closed) return Promise.resolve(new StoreUnavailableError("not_ready", "the cap-config is closing"));
-    return new Promise((resolve) => {
-      lease.waiters.push(resolve);
-      this.schedule(lease);
-    });
+    if (this.closed) {
+      waiter(new StoreUnavailableError("not_ready", "the cap-config is closing"));
+      return;
+    }
+    lease.waiters.push(waiter);
+    this.schedule(lease);
   }
 
   /** A slot of the counter at once from the lease, or false (nothing is queued: `reserve` waits for one). */
