@@ -1,7 +1,15 @@
 import { createHmac } from "node:crypto";
 
-const SAFE = /[A-Za-z0-9._~-]/;
 const ALL_SAFE = /^[A-Za-z0-9._~-]*$/;
+/** one UTF-16 code unit that is not safe (no `u` flag: a lone surrogate is a unit of its own) */
+const UNSAFE = /[^A-Za-z0-9._~-]/g;
+/** `%XX` of every unit below 0x100, made once: a phone number's `+` is escaped in every key of every send */
+const BYTE_ESCAPES = Array.from({ length: 0x100 }, (_, unit) => `%${unit.toString(16).padStart(2, "0")}`);
+
+function escapeUnit(ch: string): string {
+  const unit = ch.charCodeAt(0);
+  return unit < 0x100 ? (BYTE_ESCAPES[unit] as string) : `%u${unit.toString(16).padStart(4, "0")}`;
+}
 
 /**
  * Encodes one key component so that it never contains a separator (`:`, `|`)
@@ -11,17 +19,7 @@ const ALL_SAFE = /^[A-Za-z0-9._~-]*$/;
  */
 export function encodeKeyPart(value: string): string {
   if (ALL_SAFE.test(value)) return value;
-  let out = "";
-  for (let i = 0; i < value.length; i++) {
-    const ch = value[i] as string;
-    if (SAFE.test(ch)) {
-      out += ch;
-    } else {
-      const unit = value.charCodeAt(i);
-      out += unit < 0x100 ? `%${unit.toString(16).padStart(2, "0")}` : `%u${unit.toString(16).padStart(4, "0")}`;
-    }
-  }
-  return out;
+  return value.replace(UNSAFE, escapeUnit);
 }
 
 /** The recipient as it appears in keys: the address itself, or its HMAC when hashing is on. */

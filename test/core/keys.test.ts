@@ -27,6 +27,18 @@ describe("core/keys", () => {
     for (const e of encoded) assert.doesNotMatch(e, /[{}:|]/);
   });
 
+  it("encodes every UTF-16 unit as keys written before have it: safe ones as they are, %XX below 0x100, %uXXXX above", () => {
+    // the layout is stored data: a key made another way would miss the counters already in Redis
+    for (let unit = 0; unit <= 0xffff; unit++) {
+      const ch = String.fromCharCode(unit);
+      const expected = /[A-Za-z0-9._~-]/.test(ch) ? ch : unit < 0x100 ? `%${unit.toString(16).padStart(2, "0")}` : `%u${unit.toString(16).padStart(4, "0")}`;
+      assert.equal(encodeKeyPart(ch), expected, `unit ${unit.toString(16)}`);
+      assert.equal(encodeKeyPart(`a${ch}b`), `a${expected}b`);
+    }
+    assert.equal(encodeKeyPart("+1 555-0100"), "%2b1%20555-0100");
+    assert.equal(encodeKeyPart("\uD83D\uDE00x"), "%ud83d%ude00x");
+  });
+
   it("puts every key of one recipient under one hash tag", () => {
     const key = capCounterKey("fc", "acme", "+15550100");
     assert.equal(key, `fc:${recipientHashTag("acme", "+15550100")}:c`);
