@@ -7,9 +7,9 @@
 -- only they would refuse is admitted without a slot in them (their count stays what it would
 -- be if they were enforced); a send an enforced cap refuses claims nothing, shadow caps included.
 -- KEYS[k]   the counter hash of send k (the same key may appear for several sends)
--- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then per send:
---           its entry's tail as a number (member digest × 65536 + attempt token), n,
---           then per cap: field, limit index
+-- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then one per send:
+--           "<tail>,<field>,<limit index>,...": its entry's tail as a number (member digest ×
+--           65536 + attempt token), then per cap its field and limit index (readItem)
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (1|0), retry ms }
 -- retry ms: -1 not full; else the cap is full for this send (an enforced cap blocks it, a
 -- shadow cap would have): -2 never frees (max 0), else ms until a free slot.

@@ -3,8 +3,8 @@
 -- Counter hashes as in claim.lua. A member already counted in a cap's window is not added
 -- again: an event delivered twice counts once.
 -- KEYS[k]   the counter hash of record k
--- ARGV      the limits the records share (readLimits; max unused), then per record: its entry's
---           tail as a number (member digest × 65536), n, then per cap: field, limit index
+-- ARGV      the limits the records share (readLimits; max unused), then one per record:
+--           "<tail>,<field>,<limit index>,..." (readItem), the tail being member digest × 65536
 -- Returns { now_ms, then per record and cap: the count after recording }
 -- @include counter_entries
 local time = redis.call('TIME')

@@ -110,7 +110,7 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
   const limits = ["3", "86400000", "3", "0", "0", "0", "604800000", "10", "0", "0", "0", "3600000", "5", "0", "0", "0"];
   const args = script === "inspect"
     ? [sha, "1", key, ...limits, pairs(fields).join(",")]
-    : [sha, "1", key, ...limits, RAND, "3", "ad-daily:ad7", "1", "campaign-weekly:c2", "2", "category-hourly:news", "3"];
+    : [sha, "1", key, ...limits, `${RAND},ad-daily:ad7,1,campaign-weekly:c2,2,category-hourly:news,3`];
   try {
     return await redisBenchmarkEvalsha(ctx.endpoint, { args, requests: ctx.settings.rawRequests, clients: ctx.settings.rawClients, keyspace: 10_000 });
   } finally {

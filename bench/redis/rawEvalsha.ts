@@ -28,8 +28,9 @@ export interface RawRun {
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
   const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0", "0", "0"]);
-  const caps = rules.flatMap((rule, i) => [rule.id, String(i + 1)]);
-  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, String(rules.length), ...limits, RAND, String(rules.length), ...caps];
+  // the send in one argument, as the store sends it (lib/counter_entries.lua readItem): tail, then per cap its field and limit index
+  const item = [RAND, ...rules.flatMap((rule, i) => [rule.id, String(i + 1)])].join(",");
+  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, String(rules.length), ...limits, item];
 }
 
 /** Calls the script once with the placeholders filled, so a wrong call fails here, not as N silent errors. */

@@ -61,17 +61,24 @@ local function readLimits(now)
   return limits, 2 + LIMIT_ARGS * c
 end
 
--- reads one send's part of ARGV from `pos`: its entry's tail as a number (member digest × 65536
--- + token), n, then per counter its field and limit index; fills fields[1..n] and caps[1..n].
--- Returns the tail (6 bytes), the digest (its first 4), n and the position after it.
+-- reads one send's argument, ARGV[pos]: "<tail>,<field>,<limit index>,<field>,<limit index>...",
+-- its entry's tail as a number (member digest × 65536 + token), then per counter its field and
+-- limit index (fields are encoded key parts: never a comma). One argument per send, not 2 + 2n:
+-- the client encodes each argument on its own, and a batch of 256 sends had 2,000 of them.
+-- Fills fields[1..n] and caps[1..n]. Returns the tail (6 bytes), the digest (its first 4), n
+-- and the position after it.
 local function readItem(pos, limits, fields, caps)
-  local tail, n = struct.pack('>I6', tonumber(ARGV[pos])), tonumber(ARGV[pos + 1])
-  pos = pos + 2
-  for i = 1, n do
-    fields[i], caps[i] = ARGV[pos], limits[tonumber(ARGV[pos + 1])]
-    pos = pos + 2
+  local item = ARGV[pos]
+  local at = string.find(item, ',', 1, true)
+  local tail = struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
+  local n = 0
+  if at then
+    for field, index in string.gmatch(string.sub(item, at), ',([^,]+),(%d+)') do
+      n = n + 1
+      fields[n], caps[n] = field, limits[tonumber(index)]
+    end
   end
-  return tail, string.sub(tail, 1, 4), n, pos
+  return tail, string.sub(tail, 1, 4), n, pos + 1
 end
 
 -- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a

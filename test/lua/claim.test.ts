@@ -25,9 +25,11 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   /** an entry's tail as the scripts take it: digest × 65536 + token */
   const tail = (digest: number, token: number) => digest * 65536 + token;
   /** the limits table (one limit per cap here), then the send */
+  /** one send's argument: its tail, then per counter its field and limit index, comma-separated (lib/counter_entries.lua readItem) */
+  const item = (t: number, counters: [field: string, limit: number][]) => [t, ...counters.flat()].join(",");
   const claimArgs = (digest: number, token: number, caps: Cap[]) => [
     caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0, c[5] ?? 0]),
-    tail(digest, token), caps.length, ...caps.flatMap((c, i) => [c[0], i + 1]),
+    item(tail(digest, token), caps.map((c, i) => [c[0], i + 1])),
   ];
   const claim = (digest: number, caps: Cap[], token = 1, recipient = "r") =>
     redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps)) as Promise<number[]>;
@@ -129,7 +131,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   it("judges the claims of one call in order, each seeing those before it", async () => {
     // one limit shared by three sends
     const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
-      tail(1, 1), 1, "one", 1, tail(2, 1), 1, "one", 1, tail(3, 1), 1, "one", 1)) as number[];
+      item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]))) as number[];
     // per claim: allowed, count, held, retry
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
@@ -155,7 +157,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
   });
 
   it("record.lua adds without checking, once per digest in the window", async () => {
-    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, 0, tail(digest, 0), 1, "rec", 1) as Promise<number[]>;
+    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, 0, item(tail(digest, 0), [["rec", 1]])) as Promise<number[]>;
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(2)).slice(1), [2]);

@@ -112,10 +112,17 @@ class LimitTable {
   }
 }
 
-/** Each counter's field and the index of its limit. */
-function counterArgs(counters: readonly CounterSpec[], limits: LimitTable, into: Arg[]): void {
-  into.push(counters.length);
-  for (const c of counters) into.push(c.field, limits.index(c));
+/**
+ * One send as lib/counter_entries.lua's readItem takes it, in one argument:
+ * `<tail>,<field>,<limit index>,...`. Fields are encoded key parts (no comma).
+ */
+function itemArg(tail: number, counters: readonly CounterSpec[], limits: LimitTable): string {
+  let arg = String(tail);
+  for (let i = 0; i < counters.length; i++) {
+    const c = counters[i] as CounterSpec;
+    arg += `,${c.field},${limits.index(c)}`;
+  }
+  return arg;
 }
 
 /** A script call's encoding of some items, and how to read each item's answer back from its reply. */
@@ -134,10 +141,7 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const args: Arg[] = [];
-    for (const r of items) {
-      args.push(entryTail(r.member, r.token));
-      counterArgs(r.counters, limits, args);
-    }
+    for (const r of items) args.push(itemArg(entryTail(r.member, r.token), r.counters, limits));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
@@ -165,10 +169,7 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const args: Arg[] = [];
-    for (const r of items) {
-      args.push(entryTail(r.member, RECORD_TOKEN));
-      counterArgs(r.counters, limits, args);
-    }
+    for (const r of items) args.push(itemArg(entryTail(r.member, RECORD_TOKEN), r.counters, limits));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
