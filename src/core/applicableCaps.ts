@@ -57,11 +57,13 @@ function appliesTo(rule: CapRule, send: Send): boolean {
  * once for its 50 candidates). `shared` holds the caps already made for this
  * recipient and send by counter field: a check's candidates share most of
  * their counters (one campaign, one category), and each is made once.
+ * `into` gets the caps appended (a check lists its candidates' in one array).
  */
 export function applicableCaps(
   rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock, counterKey?: string, shared?: Map<string, ApplicableCap>,
+  into?: ApplicableCap[],
 ): ApplicableCap[] {
-  const caps: ApplicableCap[] = [];
+  const caps: ApplicableCap[] = into ?? [];
   let key = counterKey;
   for (const rule of rules) {
     if (!appliesTo(rule, send)) continue;

@@ -171,22 +171,44 @@ export class CapEngine {
     const counterKey = capCounterKey(this.options.keyPrefix, send.org, recipient);
     // candidates share caps (one campaign, one category): each cap is made once, and each counter read once
     const counters = new Map<string, ApplicableCap>();
-    const capsOf = (s: Send): ApplicableCap[] => applicableCaps(enforced, s, this.options.keyPrefix, recipient, undefined, counterKey, counters);
-    const subjects = candidates ? candidates.map((c) => capsOf(candidateSend(send, c))) : [capsOf(send)];
+    // every candidate's caps in one list, candidate i's up to ends[i]: no array per candidate
+    const caps: ApplicableCap[] = [];
+    const ends: number[] = [];
+    if (candidates) {
+      // one send for all candidates, each one's attributes and category put in: applicableCaps keeps nothing of it
+      const probe = candidateSend(send, candidates[0]);
+      for (const candidate of candidates) {
+        probe.attributes = candidate.attributes;
+        probe.category = candidate.category ?? send.category;
+        applicableCaps(enforced, probe, this.options.keyPrefix, recipient, undefined, counterKey, counters, caps);
+        ends.push(caps.length);
+      }
+    } else {
+      applicableCaps(enforced, send, this.options.keyPrefix, recipient, undefined, counterKey, counters, caps);
+      ends.push(caps.length);
+    }
     // total caps are not shared by applicableCaps
-    for (const caps of subjects) for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
-    const all = [...counters.values()];
-    if (all.length === 0) return Promise.resolve({ kind: "checked", verdicts: subjects.map(() => ({ eligible: true, remaining: null })) });
-    const unique = all.filter((c) => !isTotal(c));
-    const totals = all.filter(isTotal);
+    for (const cap of caps) if (!counters.has(cap.field)) counters.set(cap.field, cap);
+    if (counters.size === 0) return Promise.resolve({ kind: "checked", verdicts: ends.map(() => ({ eligible: true, remaining: null })) });
+    const unique: ApplicableCap[] = [];
+    const totals: ApplicableCap[] = [];
+    for (const cap of counters.values()) (isTotal(cap) ? totals : unique).push(cap);
     const key = unique[0]?.key;
-    const own = key === undefined ? Promise.resolve<CounterReading[]>([]) : this.options.access.decide(send.org, send.channel, this.checks, { key, counters: counterSpecs(unique) });
+    // enforced caps are their own counter specs (field, window, max, period): no copy of each counter
+    const own = key === undefined ? Promise.resolve<CounterReading[]>([]) : this.options.access.decide(send.org, send.channel, this.checks, { key, counters: unique });
     return Promise.all([own, this.readTotals(send, totals)]).then(([readings, totalReadings]): CheckDecision => {
       if (readings instanceof StoreUnavailableError) return { kind: "fail_open", error: readings };
       if (totalReadings instanceof StoreUnavailableError) return { kind: "fail_open", error: totalReadings };
-      const byField = new Map(unique.map((cap, i) => [cap.field, readings[i] as CounterReading]));
-      totals.forEach((cap, i) => byField.set(cap.field, totalReadings[i] as CounterReading));
-      return { kind: "checked", verdicts: subjects.map((caps) => verdictOf(caps, byField)) };
+      const byField = new Map<string, CounterReading>();
+      for (let i = 0; i < unique.length; i++) byField.set((unique[i] as ApplicableCap).field, readings[i] as CounterReading);
+      for (let i = 0; i < totals.length; i++) byField.set((totals[i] as ApplicableCap).field, totalReadings[i] as CounterReading);
+      const verdicts: CheckVerdict[] = [];
+      let from = 0;
+      for (const end of ends) {
+        verdicts.push(verdictOf(caps, from, end, byField));
+        from = end;
+      }
+      return { kind: "checked", verdicts };
     });
   }
 
@@ -527,7 +549,7 @@ export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOut
   return refusals;
 }
 
-/** A candidate as a send: the msg's own, with the candidate's attributes and category (one object shape, no spread per candidate). */
+/** A candidate as a send: the msg's own, with the candidate's attributes and category (one object shape, no spread). */
 function candidateSend(send: Send, candidate: Candidate): Send {
   const out: Send = {
     recipient: send.recipient, channel: send.channel, messageId: send.messageId, org: send.org,
@@ -540,21 +562,24 @@ function candidateSend(send: Send, candidate: Candidate): Send {
   return out;
 }
 
-/** One candidate against the readings of its caps. */
-function verdictOf(caps: readonly ApplicableCap[], readings: ReadonlyMap<string, CounterReading>): CheckVerdict {
-  if (caps.length === 0) return { eligible: true, remaining: null };
+/** One candidate against the readings of its caps, caps[from..end). */
+function verdictOf(caps: readonly ApplicableCap[], from: number, end: number, readings: ReadonlyMap<string, CounterReading>): CheckVerdict {
+  if (end === from) return { eligible: true, remaining: null };
   let remaining = Number.POSITIVE_INFINITY;
-  let binding: { cap: ApplicableCap; retryAfterMs: number | null } | undefined;
-  for (const cap of caps) {
+  let binding: ApplicableCap | undefined;
+  let bindingRetry: number | null = null;
+  for (let i = from; i < end; i++) {
+    const cap = caps[i] as ApplicableCap;
     const reading = readings.get(cap.field) as CounterReading;
     remaining = Math.min(remaining, Math.max(0, cap.max - reading.count));
-    if (reading.count >= cap.max && (!binding || rank(reading.retryAfterMs) > rank(binding.retryAfterMs))) {
-      binding = { cap, retryAfterMs: cap.max <= 0 ? null : reading.retryAfterMs };
+    if (reading.count >= cap.max && (!binding || rank(reading.retryAfterMs) > rank(bindingRetry))) {
+      binding = cap;
+      bindingRetry = cap.max <= 0 ? null : reading.retryAfterMs;
     }
   }
   if (!binding) return { eligible: true, remaining };
-  const retry = binding.retryAfterMs === null ? null : Math.max(1, Math.ceil(binding.retryAfterMs / 1000));
-  return { eligible: false, remaining, blocked: { cap_id: binding.cap.rule.id, retry_after_seconds: retry } };
+  const retry = bindingRetry === null ? null : Math.max(1, Math.ceil(bindingRetry / 1000));
+  return { eligible: false, remaining, blocked: { cap_id: binding.rule.id, retry_after_seconds: retry } };
 }
 
 function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecision {

@@ -117,12 +117,10 @@ class LimitTable {
  * `<tail>,<field>,<limit index>,...`. Fields are encoded key parts (no comma).
  */
 function itemArg(tail: number, counters: readonly CounterSpec[], limits: LimitTable): string {
-  let arg = String(tail);
-  for (let i = 0; i < counters.length; i++) {
-    const c = counters[i] as CounterSpec;
-    arg += `,${c.field},${limits.index(c)}`;
-  }
-  return arg;
+  // one flat string by join (pieces added with + make a tree the client then flattens)
+  const parts: (string | number)[] = [tail];
+  for (const c of counters) parts.push(c.field, limits.index(c));
+  return parts.join(",");
 }
 
 /** A script call's encoding of some items, and how to read each item's answer back from its reply. */
@@ -192,7 +190,12 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
     const limits = new LimitTable();
     const args: Arg[] = [];
     // one argument per key (lua/inspect.lua): a check's 58 counters would be 117 arguments, each encoded by the client
-    for (const r of items) args.push(r.counters.map((c) => `${c.field},${limits.index(c)}`).join(","));
+    for (const r of items) {
+      // one flat string by join (pieces added with + make a tree the client then flattens)
+      const parts: (string | number)[] = [];
+      for (const c of r.counters) parts.push(c.field, limits.index(c));
+      args.push(parts.join(","));
+    }
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
