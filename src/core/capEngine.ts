@@ -176,7 +176,7 @@ export class CapEngine {
     const ends: number[] = [];
     if (candidates) {
       // one send for all candidates, each one's attributes and category put in: applicableCaps keeps nothing of it
-      const probe = candidateSend(send, candidates[0]);
+      const probe: Send = { ...send };
       for (const candidate of candidates) {
         probe.attributes = candidate.attributes;
         probe.category = candidate.category ?? send.category;
@@ -547,19 +547,6 @@ export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOut
     if (counter.wouldRefuse && cap) refusals.push({ cap_id: cap.rule.id, count: counter.count, max: cap.max });
   });
   return refusals;
-}
-
-/** A candidate as a send: the msg's own, with the candidate's attributes and category (one object shape, no spread). */
-function candidateSend(send: Send, candidate: Candidate): Send {
-  const out: Send = {
-    recipient: send.recipient, channel: send.channel, messageId: send.messageId, org: send.org,
-    attributes: candidate.attributes, recipientLimits: send.recipientLimits,
-  };
-  const category = candidate.category ?? send.category;
-  if (category !== undefined) out.category = category;
-  if (send.tier !== undefined) out.tier = send.tier;
-  if (send.timezone !== undefined) out.timezone = send.timezone;
-  return out;
 }
 
 /** One candidate against the readings of its caps, caps[from..end). */

@@ -136,6 +136,16 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual({ ...(full.blocked as object) }, { cap_id: "ad-daily", retry_after_seconds: (full.blocked as { retry_after_seconds: number }).retry_after_seconds });
     });
 
+    it("answers an empty candidates array with empty answers (nothing to check, not the msg's own send)", async () => {
+      const flow = await deployCheckFlow(on(`empty-${kind}`));
+      const checked = await flow.send("checker", { recipient: "v3", channel: "in_app", candidates: [] });
+      assert.deepEqual([{ ...(checked.eligible as object) }, { ...(checked.remaining as object) }, { ...(checked.blocked as object) }], [{}, {}, {}]);
+      // the candidates after it are answered as ever: the empty check left nothing behind
+      const next = await flow.send("checker", { recipient: "v3", channel: "in_app", candidates: [ad(1), ad(2)] });
+      assert.deepEqual({ ...(next.eligible as object) }, { ad1: true, ad2: true });
+      assert.deepEqual({ ...(next.remaining as object) }, { ad1: 3, ad2: 3 });
+    });
+
     it("records and checks 30 viewers alike, concurrently (on a cluster: viewers on every master)", async () => {
       const flow = await deployCheckFlow(on(`many-${kind}`));
       const viewers = Array.from({ length: 30 }, (_, i) => `viewer-${i}`);
