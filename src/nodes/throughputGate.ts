@@ -270,8 +270,6 @@ export default function register(RED: NodeAPI): void {
       const untilExpiry = sendData.expiresAt === undefined ? Number.POSITIVE_INFINITY : Math.max(0, sendData.expiresAt - startedAt);
       const maxWaitMs = s.disposition === "skip" ? 0 : Math.min(s.maxWaitMs, untilExpiry);
       const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
-      // a burst's answers continue one msg after another in one turn of the loop: the held msgs due meanwhile leave between them
-      pacer.releaseDue();
       const now = new Date();
       if (outcome instanceof StoreUnavailableError) {
         msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome));
@@ -315,7 +313,6 @@ export default function register(RED: NodeAPI): void {
         await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
         throw err;
       }
-      pacer.releaseDue();
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
       if (!pacer.add(storeClock.toLocal(dueAt), { held, tag })) await handBack([{ held, tag }]);

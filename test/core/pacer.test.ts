@@ -30,27 +30,6 @@ describe("pacer: a gate's own held msgs, each released at its instant", function
     assert.deepEqual(pacer.stop(), ["late"]);
   });
 
-  it("releaseDue hands out what is due in the caller's turn (a busy loop reaches the timer late), and nothing early", () => {
-    const out: number[] = [];
-    let now = 5_000;
-    const pacer = new Pacer<number>((items) => out.push(...items), () => now);
-    for (let i = 0; i < 10; i++) pacer.add(5_010 + i, i);
-    // one synchronous turn, as a burst's store answers continue their msgs: the timer cannot fire meanwhile
-    pacer.releaseDue();
-    assert.deepEqual(out, [], "nothing is due yet");
-    now = 5_013;
-    pacer.releaseDue();
-    assert.deepEqual(out, [0, 1, 2, 3]);
-    now = 5_013;
-    pacer.releaseDue();
-    assert.deepEqual(out, [0, 1, 2, 3], "released once");
-    now = 6_000;
-    pacer.releaseDue();
-    assert.deepEqual(out, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.equal(pacer.size, 0);
-    assert.deepEqual(pacer.stop(), []);
-  });
-
   it("takes out what is picked (msg.flush, msg.reset) in instant order and keeps pacing the rest", async () => {
     const out: number[] = [];
     const pacer = new Pacer<number>((items) => out.push(...items));

@@ -44,17 +44,6 @@ export class Pacer<T> {
     return true;
   }
 
-  /**
-   * Releases what is due now without waiting for the timer. Under load the
-   * timer fires only once the loop's turn is over (a burst's store answers,
-   * each continuing a msg, can keep it for many ms); the caller's hot path
-   * calls this between msgs, so a due item leaves within that turn.
-   */
-  releaseDue(): void {
-    const first = this.heap.peek();
-    if (first !== undefined && first.dueAt <= this.now()) this.fire();
-  }
-
   /** Takes out the held items `pick` chooses (earliest first), whatever their instants. */
   take(pick: (item: T) => boolean): T[] {
     const taken: Entry<T>[] = [];
