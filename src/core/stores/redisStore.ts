@@ -113,12 +113,14 @@ class LimitTable {
 }
 
 /**
- * One send as lib/counter_entries.lua's readItem takes it, in one argument:
- * `<tail>,<field>,<limit index>,...`. Fields are encoded key parts (no comma).
+ * Counters in one argument, `[<head>,]<field>,<limit index>,...`: the client
+ * encodes each argument on its own, several strings each, so a send is one
+ * argument (lib/counter_entries.lua readItem, with its entry's tail as head)
+ * and so is a check's key (lua/inspect.lua). Fields are encoded key parts (no
+ * comma). Built by join: pieces added with + make a tree the client flattens.
  */
-function itemArg(tail: number, counters: readonly CounterSpec[], limits: LimitTable): string {
-  // one flat string by join (pieces added with + make a tree the client then flattens)
-  const parts: (string | number)[] = [tail];
+function countersArg(counters: readonly CounterSpec[], limits: LimitTable, head?: number): string {
+  const parts: (string | number)[] = head === undefined ? [] : [head];
   for (const c of counters) parts.push(c.field, limits.index(c));
   return parts.join(",");
 }
@@ -139,7 +141,7 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const args: Arg[] = [];
-    for (const r of items) args.push(itemArg(entryTail(r.member, r.token), r.counters, limits));
+    for (const r of items) args.push(countersArg(r.counters, limits, entryTail(r.member, r.token)));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
@@ -167,7 +169,7 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const args: Arg[] = [];
-    for (const r of items) args.push(itemArg(entryTail(r.member, RECORD_TOKEN), r.counters, limits));
+    for (const r of items) args.push(countersArg(r.counters, limits, entryTail(r.member, RECORD_TOKEN)));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
@@ -189,13 +191,8 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const args: Arg[] = [];
-    // one argument per key (lua/inspect.lua): a check's 58 counters would be 117 arguments, each encoded by the client
-    for (const r of items) {
-      // one flat string by join (pieces added with + make a tree the client then flattens)
-      const parts: (string | number)[] = [];
-      for (const c of r.counters) parts.push(c.field, limits.index(c));
-      args.push(parts.join(","));
-    }
+    // one argument per key: a check's 58 counters would be 117 arguments
+    for (const r of items) args.push(countersArg(r.counters, limits));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {

@@ -52,7 +52,7 @@ export function remainingOf(reading: Pick<TotalReading, "max" | "used" | "leased
 /** A counter this cap-config has not met (a give-back after a redeploy): the store uses the limit the counter saved. */
 const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
 
-export type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
+type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
 /** a give-back waiting for its call: answered whether the store took it, or the failure */
 interface Given {
   giveBack: GiveBack;
