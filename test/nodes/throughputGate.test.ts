@@ -72,10 +72,18 @@ function recordReleases(into: Release[]): (m: Msg) => void {
  * gap after it: the next still leaves at its own instant, as the shared
  * reservations say.
  */
+/** how late one release may run (a GC pause, a busy CI box) before a run of them counts as bunched */
+const HICCUP_MS = 25;
+
 function assertPaced(releases: readonly Release[], intervalMs: number): void {
   const sorted = [...releases].sort((a, b) => a.at - b.at);
   const gaps = sorted.slice(1).map((r, i) => r.at - (sorted[i] as Release).at);
-  assert.ok(Math.min(...gaps) >= intervalMs / 2, `gaps ${gaps.join(",")}`);
+  // never bunched: any 10 gaps in a row span 10 intervals, less a hiccup (one release a GC pause late, the next on time,
+  // shows one short gap; releases let out in batches show many)
+  for (let k = 0; k + 10 < sorted.length; k++) {
+    const span = (sorted[k + 10] as Release).at - (sorted[k] as Release).at;
+    assert.ok(span >= 10 * intervalMs - HICCUP_MS, `releases ${k}..${k + 10} within ${span} ms: gaps ${gaps.join(",")}`);
+  }
   for (const r of sorted) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${r.due !== undefined ? r.due - r.at : 0} ms before its instant`);
   // a msg that passed at once has no instant to compare (it left a little after its reservation)
   const instants = sorted.flatMap((r) => (r.due !== undefined ? [r.due] : []));
