@@ -191,9 +191,8 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       if (deferral.deferrals !== undefined) admission.deferrals = deferral.deferrals;
       if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;
       if (remaining !== undefined) admission.remaining = remaining;
-      const shadow = shadowRefusals(caps, outcome);
-      if (decision.shadowTotals) shadow.push(...decision.shadowTotals);
-      if (shadow.length > 0) admission.shadow = shadow;
+      const shadow = shadowRefusals(caps, outcome, decision.shadowTotals);
+      if (shadow) admission.shadow = shadow;
       return admission;
     }
     case "capped": {

@@ -115,14 +115,20 @@ export class CapEngine {
     return applicableCaps(rules, send, this.options.keyPrefix, recipient);
   }
 
-  /** The rules of a send, or the fail mode's answer when they cannot be had (thrown when closed). */
-  async rulesOf(send: Send): Promise<readonly CapRule[] | StoreUnavailableError> {
+  /**
+   * The rules of a send, or the fail mode's answer when they cannot be had
+   * (thrown when closed): at once when they are at hand (inline, a fresh
+   * cache entry), else once loaded.
+   */
+  rulesOf(send: Send): readonly CapRule[] | StoreUnavailableError | Promise<readonly CapRule[] | StoreUnavailableError> {
+    let rules: readonly CapRule[] | Promise<readonly CapRule[]>;
     try {
-      const rules = this.options.rules(send.org, send.channel);
-      return Array.isArray(rules) ? rules : await rules;
+      rules = this.options.rules(send.org, send.channel);
     } catch (err) {
       return this.options.access.failed(send.org, send.channel, err);
     }
+    if (Array.isArray(rules)) return rules as readonly CapRule[];
+    return (rules as Promise<readonly CapRule[]>).then((loaded) => loaded, (err: unknown) => this.options.access.failed(send.org, send.channel, err));
   }
 
   claim(send: Send): Promise<CapDecision> {
@@ -446,14 +452,22 @@ export class CapEngine {
   /** record mode: count the send in every applicable cap without checking (idempotent). */
   async record(send: Send): Promise<{ caps: ApplicableCap[]; counts: number[] } | StoreUnavailableError | "exempt"> {
     if (this.isExempt(send.tier)) return "exempt";
-    const rules = await this.rulesOf(send);
+    // rules at hand are used in this turn: no await per msg
+    const got = this.rulesOf(send);
+    const rules = got instanceof Promise ? await got : got;
     if (rules instanceof StoreUnavailableError) return rules;
     const all = this.capsFor(send, rules);
-    const caps = all.filter((c) => !isTotal(c));
-    const totals = all.filter(isTotal);
+    const own = all.some(isTotal) ? all.filter((c) => !isTotal(c)) : all;
+    // the caps are their own counter specs: a record reads no max and no shadow flag
+    const request = own.length === 0 ? undefined : { key: (own[0] as ApplicableCap).key, member: send.messageId, counters: own };
+    if (own === all) {
+      // no total cap (most records): the one store call, nothing to gather
+      if (!request) return { caps: own, counts: [] };
+      const counts = await this.options.access.decide(send.org, send.channel, this.records, request);
+      return counts instanceof StoreUnavailableError ? counts : { caps: own, counts };
+    }
     // a total cap counts the send once more each time it is recorded: it keeps no ids (its memory is bounded)
-    const recorded = Promise.all(totals.map((cap) => this.totals.record(totalCounter(cap))));
-    const request = caps.length === 0 ? undefined : { key: (caps[0] as ApplicableCap).key, member: send.messageId, counters: counterSpecs(caps) };
+    const recorded = Promise.all(all.filter(isTotal).map((cap) => this.totals.record(totalCounter(cap))));
     const [counts, spends] = await Promise.all([
       request ? this.options.access.decide(send.org, send.channel, this.records, request) : Promise.resolve<number[]>([]),
       recorded,
@@ -461,7 +475,7 @@ export class CapEngine {
     if (counts instanceof StoreUnavailableError) return counts;
     const failed = spends.find((s): s is StoreUnavailableError => s instanceof StoreUnavailableError);
     if (failed) return this.options.access.failed(send.org, send.channel, failed);
-    return { caps, counts };
+    return { caps: own, counts };
   }
 }
 
@@ -539,13 +553,17 @@ export interface ShadowRefusal {
   max: number;
 }
 
-/** The shadow caps that alone would have refused this admitted send: it took no slot in them. */
-export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOutcome): ShadowRefusal[] {
-  const refusals: ShadowRefusal[] = [];
-  outcome.counters.forEach((counter, i) => {
+/** The shadow caps that alone would have refused this admitted send (it took no slot in them), after `more`; undefined when none. */
+export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOutcome, more?: readonly ShadowRefusal[]): ShadowRefusal[] | undefined {
+  // an array only when there is one to report: every admitted msg asks
+  let refusals: ShadowRefusal[] | undefined;
+  const counters = outcome.counters;
+  for (let i = 0; i < counters.length; i++) {
+    const counter = counters[i] as CounterOutcome;
     const cap = caps[i];
-    if (counter.wouldRefuse && cap) refusals.push({ cap_id: cap.rule.id, count: counter.count, max: cap.max });
-  });
+    if (counter.wouldRefuse && cap) (refusals ??= []).push({ cap_id: cap.rule.id, count: counter.count, max: cap.max });
+  }
+  if (more && more.length > 0) (refusals ??= []).push(...more);
   return refusals;
 }
 

@@ -116,7 +116,8 @@ export default function register(RED: NodeAPI): void {
     }
 
     async function record(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
-      const sendData = await readSend(msg, service, lineUp);
+      const read = readSend(msg, service, lineUp);
+      const sendData = read instanceof Promise ? await read : read;
       const result = await service.engine.record(sendData);
       const { claims, trail } = carried(msg.admission);
       const at = isoAt(new Date());
