@@ -80,6 +80,23 @@ describe("store clock: when the store's instant comes by this process's clock", 
     assert.equal(clock.toLocal(20_005), 20_000);
   });
 
+  it("read against a sub-ms local clock, a store clock in whole ms never makes a release early (with whole-ms local reads it did, by up to 1 ms)", () => {
+    // the store's clock runs `ahead` ms ahead of this process's and is read in whole ms (the memory store's is)
+    for (const ahead of [0.1, 0.4, 0.6, 0.9, -0.3]) {
+      const early = (localNow: (t: number) => number): number => {
+        let t = 5_000;
+        const clock = new StoreClock(() => localNow(t));
+        for (let i = 0; i < 1_000; i++, t += 0.37) clock.observe(Math.floor(t + ahead));
+        // the worst release over many instants: released at toLocal(instant), where the store's true time is t + ahead
+        let worst = 0;
+        for (let instant = 6_000; instant < 6_100; instant++) worst = Math.max(worst, instant - (clock.toLocal(instant) + ahead));
+        return worst;
+      };
+      assert.ok(early((x) => x) <= 1e-9, `ahead ${ahead}: early by ${early((x) => x)} ms with a sub-ms local clock`);
+      if (ahead > 0 && ahead < 1) assert.ok(early(Math.floor) > 0, `ahead ${ahead}: a whole-ms local clock shows the fault this guards against`);
+    }
+  });
+
   it("follows a clock that moves: an offset older than two windows is forgotten", () => {
     let local = 0;
     const clock = new StoreClock(() => local);

@@ -1,6 +1,16 @@
 const WINDOW_MS = 10_000;
 
 /**
+ * This process's clock in ms with its fractions, for a StoreClock and the
+ * timer that releases by it. With Date.now() (whole ms) an answer read early
+ * in a ms gave a sample up to 1 ms too large, and a release up to 1 ms early
+ * by the store's clock (the memory store's clock is whole ms too).
+ */
+export function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
  * This process's view of the store's clock, from the store times its answers
  * carry: store time − local time at receipt. An answer read late (a busy event
  * loop) gives a smaller sample, never a larger one, so the largest sample of
