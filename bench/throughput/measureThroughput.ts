@@ -5,6 +5,7 @@ import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import type { StoreKind } from "../scenarios";
 import { summarize } from "../stats";
 import { wallClock } from "../load/wallClock";
+import { preciseNow } from "../../src/core/throughput/storeClock";
 
 /** The gate in skip mode: how many msgs a second it judges (all handed over with a bound on msgs in flight). */
 export interface SkipRow {
@@ -56,7 +57,7 @@ let deploys = 0;
 
 interface Bench {
   input: Node;
-  /** the wall clock, sub-ms: what `on` stamps each msg with */
+  /** the store's clock, sub-ms: what `on` stamps each msg with */
   now: () => number;
   /** called with each msg that reaches sink `name`, and when */
   on(name: string, listener: (msg: NodeMessage, at: number) => void): void;
@@ -77,7 +78,8 @@ async function deploy(red: EmbeddedRed, store: StoreKind, ctx: ThroughputContext
   ];
   await deployGate(red, { gateId, configId, nodes });
   const input = red.nodes.getNode(gateId) as Node;
-  const now = wallClock();
+  // lateness is read on the store's own clock: Redis's TIME is the wall clock, the memory store's the performance clock
+  const now = store === "redis" ? wallClock() : preciseNow;
   return {
     input,
     now,
@@ -151,7 +153,7 @@ async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number
     out++;
     const releaseAt = (msg as { admission?: { release_at?: string } }).admission?.release_at;
     if (releaseAt === undefined) return;
-    // release_at is whole ms, rounded up from the reserved µs, and `at` is on the wall clock's scale: lateness below 0 cannot happen, below 1 ms is rounding
+    // release_at is whole ms, rounded up from the reserved µs, and `at` is on the store's clock: lateness below 0 cannot happen, below 1 ms is rounding
     late.push(at - Date.parse(releaseAt));
     times.push(at);
   });
