@@ -49,6 +49,9 @@ export type CapDecision =
   /** caps and attempt are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
   | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt; totals?: TotalTaken[] };
 
+/** The fail mode's answer when the store (or the rules) cannot be had. */
+type FailOpen = { kind: "fail_open"; error: StoreUnavailableError };
+
 /** A slot a send took in a total cap. */
 export interface TotalTaken {
   cap: ApplicableCap;
@@ -128,7 +131,7 @@ export class CapEngine {
       return this.options.access.failed(send.org, send.channel, err);
     }
     if (Array.isArray(rules)) return rules as readonly CapRule[];
-    return (rules as Promise<readonly CapRule[]>).then((loaded) => loaded, (err: unknown) => this.options.access.failed(send.org, send.channel, err));
+    return (rules as Promise<readonly CapRule[]>).catch((err: unknown) => this.options.access.failed(send.org, send.channel, err));
   }
 
   claim(send: Send): Promise<CapDecision> {
@@ -146,28 +149,20 @@ export class CapEngine {
     return this.underRules(send, this.checkUnderRules, candidates);
   }
 
-  /** Runs `then` with the send's rules: at once when they are at hand (inline, a fresh cache entry), else once loaded. No closure per send: `then` is made once. */
-  private underRules<D, A>(send: Send, then: (send: Send, rules: readonly CapRule[], arg: A) => Promise<D | { kind: "fail_open"; error: StoreUnavailableError }>, arg: A): Promise<D | { kind: "fail_open"; error: StoreUnavailableError }> {
-    let rules: readonly CapRule[] | Promise<readonly CapRule[]>;
+  /** Runs `then` with the send's rules (rulesOf: at once when at hand), or answers fail_open; rejects when closed. No closure per send: `then` is made once. */
+  private underRules<D, A>(send: Send, then: (send: Send, rules: readonly CapRule[], arg: A) => Promise<D | FailOpen>, arg: A): Promise<D | FailOpen> {
+    let got: ReturnType<CapEngine["rulesOf"]>;
     try {
-      rules = this.options.rules(send.org, send.channel);
-    } catch (err) {
-      return this.rulesFailed(send, err);
+      got = this.rulesOf(send);
+    } catch (closed) {
+      return Promise.reject(closed);
     }
-    if (Array.isArray(rules)) return then(send, rules as readonly CapRule[], arg);
-    return (rules as Promise<readonly CapRule[]>).then((loaded) => then(send, loaded, arg), (err: unknown) => this.rulesFailed(send, err));
+    if (got instanceof Promise) return got.then((rules) => (rules instanceof StoreUnavailableError ? { kind: "fail_open" as const, error: rules } : then(send, rules, arg)));
+    return got instanceof StoreUnavailableError ? Promise.resolve({ kind: "fail_open", error: got }) : then(send, got, arg);
   }
 
   private readonly claimUnderRules = (send: Send, rules: readonly CapRule[]): Promise<CapDecision> => this.claimUnder(send, rules);
   private readonly checkUnderRules = (send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> => this.checkUnder(send, rules, candidates);
-
-  private rulesFailed(send: Send, err: unknown): Promise<{ kind: "fail_open"; error: StoreUnavailableError }> {
-    try {
-      return Promise.resolve({ kind: "fail_open", error: this.options.access.failed(send.org, send.channel, err) });
-    } catch (closed) {
-      return Promise.reject(closed);
-    }
-  }
 
   private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
     // shadow caps never block, so they play no part in eligibility or remaining
