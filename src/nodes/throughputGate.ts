@@ -11,7 +11,7 @@ import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
 import { Pacer } from "../core/throughput/pacer";
 import { RateMeter } from "../core/throughput/rateMeter";
-import { preciseNow, StoreClock } from "../core/throughput/storeClock";
+import { StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
@@ -178,8 +178,8 @@ export default function register(RED: NodeAPI): void {
     }
 
     const tags = new TagCache();
-    // the store's clock as this process reads it, and the timer by it: both on the same sub-ms local clock
-    const storeClock = new StoreClock(preciseNow);
+    // the store's clock as this process reads it, and the timer by it: both on the same sub-ms local clock (their default)
+    const storeClock = new StoreClock();
     /** releases its own held msgs at their instants; the queue's poller releases those no instance holds (a gate closed, a process died) */
     const pacer = new Pacer<PacedMsg>((due) => {
       for (const paced of due) {
@@ -190,7 +190,7 @@ export default function register(RED: NodeAPI): void {
         }
       }
       if (service) void service.deferrals.acked(node.id, due.map((p) => p.held.id));
-    }, preciseNow);
+    });
     const handBack = async (paced: readonly PacedMsg[]): Promise<void> => {
       await service?.deferrals.handBack(node.id, paced.map((p) => ({ entry: p.held, tag: p.tag })));
     };

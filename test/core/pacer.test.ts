@@ -1,17 +1,17 @@
 import assert from "node:assert/strict";
 import { Pacer } from "../../src/core/throughput/pacer";
-import { StoreClock } from "../../src/core/throughput/storeClock";
+import { preciseNow, StoreClock } from "../../src/core/throughput/storeClock";
 import { sleep } from "../support/redis";
 
 describe("pacer: a gate's own held msgs, each released at its instant", function () {
   it("releases each item at or after its instant, earliest first, ties in the order they were added", async () => {
     const out: { item: string; at: number }[] = [];
-    const pacer = new Pacer<string>((items) => { for (const item of items) out.push({ item, at: Date.now() }); });
-    const t0 = Date.now() + 30;
+    const pacer = new Pacer<string>((items) => { for (const item of items) out.push({ item, at: preciseNow() }); });
+    const t0 = preciseNow() + 30;
     const due = new Map([["c", t0 + 60], ["a", t0], ["b1", t0 + 30], ["b2", t0 + 30], ["d", t0 + 90]]);
     for (const [item, at] of due) pacer.add(at, item);
     assert.equal(pacer.size, 5);
-    await sleep(t0 + 140 - Date.now());
+    await sleep(t0 + 140 - preciseNow());
     assert.deepEqual(out.map((o) => o.item), ["a", "b1", "b2", "c", "d"]);
     for (const o of out) assert.ok(o.at >= (due.get(o.item) as number), `${o.item} ${(due.get(o.item) as number) - o.at} ms early`);
     assert.equal(pacer.size, 0);
@@ -20,9 +20,9 @@ describe("pacer: a gate's own held msgs, each released at its instant", function
   it("an item added with an earlier instant than the one the timer waits for goes first; an overdue one goes at once", async () => {
     const out: string[] = [];
     const pacer = new Pacer<string>((items) => out.push(...items));
-    pacer.add(Date.now() + 10_000, "late");
-    pacer.add(Date.now() + 20, "soon");
-    pacer.add(Date.now() - 50, "overdue");
+    pacer.add(preciseNow() + 10_000, "late");
+    pacer.add(preciseNow() + 20, "soon");
+    pacer.add(preciseNow() - 50, "overdue");
     await sleep(5);
     assert.deepEqual(out, ["overdue"]);
     await sleep(40);
@@ -33,10 +33,10 @@ describe("pacer: a gate's own held msgs, each released at its instant", function
   it("takes out what is picked (msg.flush, msg.reset) in instant order and keeps pacing the rest", async () => {
     const out: number[] = [];
     const pacer = new Pacer<number>((items) => out.push(...items));
-    const t0 = Date.now() + 40;
+    const t0 = preciseNow() + 40;
     for (let i = 9; i >= 0; i--) pacer.add(t0 + i * 5, i);
     assert.deepEqual(pacer.take((n) => n % 2 === 1), [1, 3, 5, 7, 9]);
-    await sleep(t0 + 80 - Date.now());
+    await sleep(t0 + 80 - preciseNow());
     assert.deepEqual(out, [0, 2, 4, 6, 8]);
   });
 
@@ -58,10 +58,10 @@ describe("pacer: a gate's own held msgs, each released at its instant", function
   it("stop hands back every held item, earliest first, and refuses new ones (the caller hands them to the queue)", async () => {
     const out: string[] = [];
     const pacer = new Pacer<string>((items) => out.push(...items));
-    pacer.add(Date.now() + 30, "b");
-    pacer.add(Date.now() + 20, "a");
+    pacer.add(preciseNow() + 30, "b");
+    pacer.add(preciseNow() + 20, "a");
     assert.deepEqual(pacer.stop(), ["a", "b"]);
-    assert.equal(pacer.add(Date.now(), "c"), false);
+    assert.equal(pacer.add(preciseNow(), "c"), false);
     await sleep(50);
     assert.deepEqual(out, [], "nothing released after stop");
   });
@@ -94,6 +94,18 @@ describe("store clock: when the store's instant comes by this process's clock", 
       };
       assert.ok(early((x) => x) <= 1e-9, `ahead ${ahead}: early by ${early((x) => x)} ms with a sub-ms local clock`);
       if (ahead > 0 && ahead < 1) assert.ok(early(Math.floor) > 0, `ahead ${ahead}: a whole-ms local clock shows the fault this guards against`);
+    }
+  });
+
+  it("by default reads this process's clock finely enough: a whole-ms store clock never seems further ahead than it is", () => {
+    // the store's clock, `ahead` ms ahead of this process's performance clock and read in whole ms, as the memory store's is;
+    // read by Date.now() (whole ms, and drifting from the performance clock) a sample ran up to 1 ms too large
+    for (const ahead of [0.3, 0.6, 0.95]) {
+      const clock = new StoreClock();
+      const until = preciseNow() + 5;
+      while (preciseNow() < until) clock.observe(Math.floor(preciseNow() + ahead));
+      // within a µs: the clock is ~1.7e12 ms, where a double holds a ms to about 0.25 µs
+      assert.ok(clock.offsetMs <= ahead + 1e-3, `ahead ${ahead}: offset taken as ${clock.offsetMs}`);
     }
   });
 

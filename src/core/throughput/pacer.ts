@@ -1,4 +1,5 @@
 import { MinHeap } from "../minHeap";
+import { preciseNow } from "./storeClock";
 
 interface Entry<T> {
   dueAt: number;
@@ -26,7 +27,8 @@ export class Pacer<T> {
   private armedFor = Number.POSITIVE_INFINITY;
   private stopped = false;
 
-  constructor(private readonly onDue: (items: T[]) => void, private readonly now: () => number = Date.now) {}
+  /** `now`: the clock the instants are on (a StoreClock's local clock, preciseNow) */
+  constructor(private readonly onDue: (items: T[]) => void, private readonly now: () => number = preciseNow) {}
 
   get size(): number {
     return this.heap.size;

@@ -1,8 +1,8 @@
 const WINDOW_MS = 10_000;
 
 /**
- * This process's clock in ms with its fractions, for a StoreClock and the
- * timer that releases by it. With Date.now() (whole ms) an answer read early
+ * This process's clock in ms with its fractions: a StoreClock's and a
+ * Pacer's, so a release is timed on the clock the store's time was read by. With Date.now() (whole ms) an answer read early
  * in a ms gave a sample up to 1 ms too large, and a release up to 1 ms early
  * by the store's clock (the memory store's clock is whole ms too).
  */
@@ -22,7 +22,8 @@ export class StoreClock {
   private previous = Number.NEGATIVE_INFINITY;
   private windowStart = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `now`: this process's clock, at least as fine as the store's (preciseNow), or a sample can exceed the true offset */
+  constructor(private readonly now: () => number = preciseNow) {}
 
   /** An answer computed at `storeMs` (the store's clock) was read now. */
   observe(storeMs: number): void {
