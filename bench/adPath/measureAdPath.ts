@@ -66,11 +66,14 @@ function impressionSource(tag: string, viewers: number, seed: number): MsgFeed {
   return feed(tag, viewers, seed, (msg, draw) => ({ ...msg, payload: "impression", attributes: ads[Math.floor(draw() * ads.length)] }) as BenchMsg);
 }
 
+/** Starts request `slot`; calls `done` when it is answered. */
+type Start = (slot: number, done: () => void) => void;
+
 /**
- * Open loop: `rate` msgs a second for `count` msgs, each sent on its own
- * schedule whatever the ones before are doing; latency is send to done().
+ * Open loop: `rate` requests a second for `count` requests, each started on
+ * its own schedule whatever the ones before are doing; latency is start to done.
  */
-async function openLoop(gate: Node, completions: Completions, feed: MsgFeed, rate: number, count: number): Promise<Float64Array> {
+async function openLoop(start: Start, rate: number, count: number): Promise<Float64Array> {
   const latencies = new Float64Array(count);
   let completed = 0;
   const began = performance.now();
@@ -80,13 +83,11 @@ async function openLoop(gate: Node, completions: Completions, feed: MsgFeed, rat
       const due = Math.min(count, Math.floor(((performance.now() - began) / 1000) * rate) + 1);
       while (sent < due) {
         const slot = sent++;
-        const msg = feed.next();
         const at = performance.now();
-        completions.expect(msg._msgid, () => {
+        start(slot, () => {
           latencies[slot] = performance.now() - at;
           if (++completed === count) resolve();
         });
-        gate.receive(msg);
       }
       if (sent < count) setTimeout(tick, 1);
     };
@@ -95,10 +96,18 @@ async function openLoop(gate: Node, completions: Completions, feed: MsgFeed, rat
   return latencies;
 }
 
-/** redis-benchmark -P 1 on the script call a row makes, with random users (and members). */
-async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPrefix: string): Promise<number> {
-  const sha = await ctx.redis.script("LOAD", luaScript(script)) as string;
-  const key = `${keyPrefix}:{default|v${RAND}}:c`;
+/** A check msg into the gate, done when the gate's done() is heard. */
+function gateStart(gate: Node, completions: Completions, feed: MsgFeed): Start {
+  return (_slot, done) => {
+    const msg = feed.next();
+    completions.expect(msg._msgid, done);
+    gate.receive(msg);
+  };
+}
+
+/** The EVALSHA arguments of the script call a row makes (as the store sends them), with `user` in the key (and as the member). */
+function rawArgs(script: "inspect" | "record", sha: string, keyPrefix: string, user: string): string[] {
+  const key = `${keyPrefix}:{default|v${user}}:c`;
   const ads = candidates(CANDIDATES);
   // inspect.lua: the three caps' limits once, then the 58 counters, each with its cap, in one argument (as the store sends them)
   const fields = [...new Set([
@@ -108,11 +117,37 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
   ])].flatMap((entry) => entry.split("|"));
   // per limit: window ms, max, period start, reset, shadow (0: enforced)
   const limits = ["3", "86400000", "3", "0", "0", "0", "604800000", "10", "0", "0", "0", "3600000", "5", "0", "0", "0"];
-  const args = script === "inspect"
+  return script === "inspect"
     ? [sha, "1", key, ...limits, pairs(fields).join(",")]
-    : [sha, "1", key, ...limits, `${RAND},ad-daily:ad7,1,campaign-weekly:c2,2,category-hourly:news,3`];
+    : [sha, "1", key, ...limits, `${user},ad-daily:ad7,1,campaign-weekly:c2,2,category-hourly:news,3`];
+}
+
+/** redis-benchmark -P 1 on the script call a row makes, with random users (and members). */
+async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPrefix: string): Promise<number> {
+  const sha = await ctx.redis.script("LOAD", luaScript(script)) as string;
   try {
-    return await redisBenchmarkEvalsha(ctx.endpoint, { args, requests: ctx.settings.rawRequests, clients: ctx.settings.rawClients, keyspace: 10_000 });
+    return await redisBenchmarkEvalsha(ctx.endpoint, { args: rawArgs(script, sha, keyPrefix, RAND), requests: ctx.settings.rawRequests, clients: ctx.settings.rawClients, keyspace: 10_000 });
+  } finally {
+    await dropKeys(ctx.redis, keyPrefix);
+  }
+}
+
+/**
+ * The floor under the check's latency on this box: the same inspect.lua call
+ * the store makes, straight from an ioredis client of this process, on the
+ * same open loop (random viewers).
+ */
+async function rawOpenLoop(ctx: AdPathContext, keyPrefix: string, count: number): Promise<Float64Array> {
+  const sha = await ctx.redis.script("LOAD", luaScript("inspect")) as string;
+  const random = seededRandom(ctx.settings.seed + 2);
+  // made once: only the viewer's key changes from call to call
+  const [, numKeys, , ...rest] = rawArgs("inspect", sha, keyPrefix, "");
+  const start: Start = (_slot, done) => {
+    ctx.redis.evalsha(sha, numKeys as string, `${keyPrefix}:{default|v${Math.floor(random() * 10_000)}}:c`, ...rest).then(done, done);
+  };
+  try {
+    await openLoop(start, 1_000, 1_000);
+    return await openLoop(start, 1_000, count);
   } finally {
     await dropKeys(ctx.redis, keyPrefix);
   }
@@ -164,10 +199,15 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     const checks = checkSource(`${keyPrefix}-c`, viewers, settings.seed + 1);
     // the record burst's garbage is not the check's to collect
     collectGarbage();
-    await openLoop(checker, ctx.completions, checks, 1_000, 1_000);
-    const paced = summarize(await openLoop(checker, ctx.completions, checks, 1_000, 5_000));
+    const start = gateStart(checker, ctx.completions, checks);
+    await openLoop(start, 1_000, 1_000);
+    const paced = summarize(await openLoop(start, 1_000, 5_000));
     const checkRaw = await rawRate(ctx, "inspect", `${prefix}-ad-raw-check`);
     rows.push({ path: "check (50 candidates)", how: "1,000 requests/s, open loop", perSec: 1_000, p50Ms: paced.p50, p99Ms: paced.p99, rawPerSec: checkRaw, failOpen: 0 });
+    progress("ad path: the same inspect.lua call from ioredis at 1,000 requests/s");
+    collectGarbage();
+    const floor = summarize(await rawOpenLoop(ctx, `${prefix}-ad-raw-open`, 5_000));
+    rows.push({ path: "raw inspect.lua (ioredis)", how: "1,000 requests/s, open loop", perSec: 1_000, p50Ms: floor.p50, p99Ms: floor.p99, rawPerSec: checkRaw, failOpen: 0 });
     progress("ad path: check of 50 candidates, as fast as it goes");
     const flat = await withCpu(() => drive(checker, ctx.completions, checks, { count: Math.min(settings.msgs, 20_000), concurrency: 64 }));
     const flatLatency = summarize(flat.latenciesMs);
