@@ -292,11 +292,14 @@ export class CapService {
   }
 
   /**
-   * A closing gate's msgs still in flight (begun, or waiting in its intake):
-   * close() lets them finish (hold, claim, record) before it closes the store,
-   * at most DRAIN_MS. Node-RED closes a flow's gates before its config nodes,
-   * but does not wait for them: without this a redeploy or a stop during a
-   * burst would close the store under the burst's last msgs.
+   * A closing gate's msgs still in flight (begun, or waiting in its intake)
+   * and its cleanups: close() lets them finish (hold, claim, record; a
+   * throughput-gate handing its paced msgs back to the queue) before it
+   * closes the store, at most DRAIN_MS. Node-RED closes a flow's gates before
+   * its config nodes, but does not wait for them: without this a redeploy or
+   * a stop during a burst would close the store under the burst's last msgs,
+   * or under a hand-back (its msgs would wait out their lease, then leave
+   * together, over the ceiling).
    */
   drainBeforeClose(finished: Promise<void>): void {
     const tracked = finished.finally(() => this.draining.delete(tracked));

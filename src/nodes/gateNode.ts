@@ -89,15 +89,16 @@ export function serveGate(
   node.on("close", (removed: boolean, done: () => void) => {
     intake.flush();
     if (removed) metrics?.forget();
-    // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done
-    const finished = intake.idle();
-    drains?.drainBeforeClose(finished);
-    withTimeout(finished, DRAIN_MS, undefined)
+    // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done;
+    // so do the cleanups, which may still write to the store (a throughput-gate hands its paced msgs back to the queue)
+    const closed = withTimeout(intake.idle(), DRAIN_MS, undefined)
       .then(() => Promise.allSettled(cleanups.map((cleanup) => cleanup?.())))
-      .then(() => {
-        status.stop();
-        done();
-      }, done);
+      .then(() => undefined);
+    drains?.drainBeforeClose(closed);
+    closed.then(() => {
+      status.stop();
+      done();
+    }, done);
   });
 }
 
