@@ -3,7 +3,7 @@ import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import type { DeferInput, DeferredMsg } from "../core/defer";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
-import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
+import { pacedMsgId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
 import { sha256Hex } from "../core/sha256";
 import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
@@ -177,6 +177,18 @@ export default function register(RED: NodeAPI): void {
       return { recipient: held.meta?.recipient ?? "", org: held.meta?.org ?? svc.settings.defaultOrg };
     }
 
+    /** A hold the store did not take is warned of once per run of them (a Redis outage would warn for every held msg). */
+    const holdFaults = {
+      warned: false,
+      failed(err: Error): void {
+        if (this.warned) return;
+        this.warned = true;
+        node.warn(`could not hold msgs in the durable queue (${err.message}): they are paced in this process until the store takes holds again`);
+      },
+      recovered(): void {
+        this.warned = false;
+      },
+    };
     const tags = new TagCache();
     // the store's clock as this process reads it, and the timer by it: both on the same sub-ms local clock (their default)
     const storeClock = new StoreClock();
@@ -300,19 +312,27 @@ export default function register(RED: NodeAPI): void {
       let held: DeferInput & { id: string };
       try {
         held = {
-          id: heldMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient)), gate: node.id, dueAt,
+          id: pacedMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient), reservedUs), gate: node.id, dueAt,
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
           msg: storedMsg(msg),
           meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs) },
         };
-        // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
-        // (under its own id: a msg without a collapse key is never merged into another)
-        await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
       } catch (err) {
-        // the msg goes to Catch and will not use its instant: given back unless something was reserved after it
+        // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant, given back unless something was reserved after it
         await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
         throw err;
+      }
+      try {
+        // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
+        await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
+        holdFaults.recovered();
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError)) throw err;
+        // A store fault: the hold may yet have landed (a timed-out call often has). The msg keeps its instant and is paced
+        // here all the same; its release acks its id, so a copy that landed is not released again when its lease ends.
+        // Only a crash before then loses it, as the store could not take it.
+        holdFaults.failed(err);
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it

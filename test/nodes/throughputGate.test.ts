@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from "../support/nodeRed";
 import throughputGate from "../../src/nodes/throughputGate";
 import { REDIS_URL, sleep, uniquePrefix } from "../support/redis";
+import { SlowLink } from "../support/slowLink";
 import { SuiteStore } from "../support/suiteStore";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
@@ -304,6 +305,70 @@ describe("throughput-gate", function () {
       for (const r of later) assert.ok(r.at - (r.due as number) < 500, `left ${r.at - (r.due as number)} ms after its instant`);
     });
   }
+
+  it("hands back a burst's 2,500 paced msgs at a redeploy (redis): the store stays open for the hand-back, so each leaves at its instant, not a lease (30 s) later", async () => {
+    const keyPrefix = uniquePrefix("tp-redeploy-burst");
+    const gate = { rate: 1000, burst: 1 };
+    let flow = await deploy({ store: "redis", keyPrefix, gate });
+    const seen: string[] = [];
+    for (let i = 0; i < 3000; i++) flow.send({ messageId: `b${i}`, recipient: `r${i}` });
+    await sleep(500);
+    seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
+    assert.ok(seen.length < 1000, `${seen.length} left before the redeploy: more than two hand-back slices must be held`);
+    await helper.unload();
+    flow = await deploy({ store: "redis", keyPrefix, gate });
+    const releases: Release[] = [];
+    helper.getNode("allowed")?.on("input", recordReleases(releases));
+    await flow.out.until(3000 - seen.length, 8000);
+    seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
+    assert.equal(flow.out.of("caught").length, 0);
+    assert.equal(new Set(seen).size, 3000, "none lost, none twice");
+    assert.equal(seen.length, 3000);
+    for (const r of releases) assert.ok(r.due === undefined || r.at - r.due < 2000, `left ${r.at - (r.due as number)} ms after its instant`);
+  });
+
+  it("paces a msg whose hold the store answers too late (a stalled link): out of allowed once, none to Catch, and its landed copy acked, not left to come back", async () => {
+    const link = await SlowLink.open();
+    try {
+      const { out, send } = await deploy({ store: "redis", config: { redisUrl: link.url }, gate: { rate: 4, burst: 1 } });
+      send({ messageId: "first" });
+      await out.until(1, 1000);
+      // Redis applies the hold at once; its answer arrives after the hold's 2 s timeout
+      link.stallRepliesFrom("late-answer-marker", 2500);
+      send({ messageId: "late", payload: "late-answer-marker" });
+      await out.until(2, 6000);
+      await sleep(300);
+      assert.deepEqual(out.of("caught").map((m) => m.messageId), []);
+      assert.deepEqual(out.of("allowed").map((m) => m.messageId), ["first", "late"]);
+      const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+      const started = Date.now();
+      let held = -1;
+      while (Date.now() - started < 3000 && held !== 0) {
+        held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
+        if (held !== 0) await sleep(50);
+      }
+      assert.equal(held, 0, "the copy the store took is acked by the release");
+    } finally {
+      await helper.unload();
+      await link.close();
+    }
+  });
+
+  it("holds two msgs of one recipient with one messageId apart, across a redeploy too (redis): each leaves once, neither replaces the other", async () => {
+    const keyPrefix = uniquePrefix("tp-same-id");
+    const gate = { rate: 5, burst: 1 };
+    let flow = await deploy({ store: "redis", keyPrefix, gate });
+    for (const payload of ["a", "b", "c"]) flow.send({ messageId: "same", payload });
+    await flow.out.until(1, 1000);
+    const before = flow.out.of("allowed").map((m) => m.payload);
+    await helper.unload();
+    flow = await deploy({ store: "redis", keyPrefix, gate });
+    await flow.out.until(3 - before.length, 3000);
+    await sleep(300);
+    const payloads = [...before, ...flow.out.of("allowed").map((m) => m.payload)];
+    assert.deepEqual(payloads.sort(), ["a", "b", "c"]);
+    assert.equal(flow.out.of("caught").length, 0);
+  });
 
   for (const store of ["memory", "redis"] as const) {
     it(`msg.reset drops the held msgs of that key (each by skipped, reset), msg.flush releases them now (${store})`, async () => {

@@ -20,6 +20,17 @@ export function heldMsgId(configId: string, gate: string, send: { org: string; c
 }
 
 /**
+ * The id a throughput-gate paces a msg under: one per reserved instant, so two
+ * msgs with one messageId (a retry, a split node's parts of one recipient)
+ * are each held and each leave at their own instant; neither replaces the
+ * other in the queue (as a cap's deferral does), which would lose one of
+ * them at a redeploy while this process still sends both.
+ */
+export function pacedMsgId(configId: string, gate: string, send: { org: string; channel: string; messageId: string }, recipientToken: string, reservedUs: number): string {
+  return sha256(["paced", configId, gate, send.org, recipientToken, send.channel, send.messageId, reservedUs]);
+}
+
+/**
  * `msg.admission.release_id` (SPEC §3): the same for every release of one held
  * msg (a release repeated because its ack was lost), different for another
  * msg or another deferral of the same msg. `part` names a msg merged into it

@@ -1,0 +1,70 @@
+import { createServer, connect, type Server, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A TCP link to a Redis that can stall its answers: Redis runs each command
+ * as it arrives, and what it answers reaches the client late, in order (a
+ * congested or stalled network). So a call can time out in the client after
+ * Redis has applied it.
+ */
+export class SlowLink {
+  private stalledUntil = 0;
+  private marker: { text: string; ms: number } | undefined;
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(private readonly server: Server, readonly url: string) {}
+
+  static async open(redisPort = 6379): Promise<SlowLink> {
+    let link: SlowLink | undefined;
+    const server = createServer((client) => link?.carry(client, redisPort));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    link = new SlowLink(server, `redis://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    return link;
+  }
+
+  /** From the first command whose bytes carry `text`, Redis's answers (that command's too) reach the client `ms` later. */
+  stallRepliesFrom(text: string, ms: number): void {
+    this.marker = { text, ms };
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private carry(client: Socket, redisPort: number): void {
+    const upstream = connect(redisPort, "127.0.0.1");
+    this.sockets.add(client).add(upstream);
+    const answers: Buffer[] = [];
+    const deliver = (): void => {
+      const wait = this.stalledUntil - Date.now();
+      if (wait > 0) {
+        setTimeout(deliver, wait);
+        return;
+      }
+      for (const chunk of answers.splice(0)) client.write(chunk);
+    };
+    client.on("data", (chunk: Buffer) => {
+      if (this.marker && chunk.includes(this.marker.text)) {
+        this.stalledUntil = Date.now() + this.marker.ms;
+        this.marker = undefined;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      answers.push(chunk);
+      if (answers.length === 1) deliver();
+    });
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  }
+}
