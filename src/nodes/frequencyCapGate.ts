@@ -4,6 +4,7 @@ import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
 import { ownValue } from "../core/ownKeys";
 import { claimHolder, parseSend, type Send } from "../core/send";
+import { StoreUnavailableError } from "../core/errors";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
@@ -121,15 +122,18 @@ export default function register(RED: NodeAPI): void {
       const result = await service.engine.record(sendData);
       const { claims, trail } = carried(msg.admission);
       const at = isoAt(new Date());
-      if (result instanceof Error) {
+      // not recorded (the store failed, or the send queue was full): the msg goes on, and says why
+      const unrecorded = result instanceof StoreUnavailableError ? failReason(result) : undefined;
+      if (unrecorded) {
         status.failOpen();
         status.recorded();
-        trail.push({ gate: GATE, status: "recorded", reason: "fail_open", at });
+        trail.push({ gate: GATE, status: "recorded", reason: unrecorded, at });
       } else {
         status.recorded();
         trail.push({ gate: GATE, status: "recorded", ...(result === "exempt" ? { reason: "exempt" as const } : {}), at });
       }
-      msg.admission = msg.admission ? { ...msg.admission, claims, trail } : { status: "allowed", gate: GATE, claims, trail };
+      const reason = unrecorded && !msg.admission?.reason ? { reason: unrecorded } : {};
+      msg.admission = msg.admission ? { ...msg.admission, claims, trail, ...reason } : { status: "allowed", gate: GATE, claims, trail, ...reason };
       send([msg, null, null]);
     }
 

@@ -128,6 +128,21 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     await dropPrefix(redis, keyPrefix);
   });
 
+  it("record mode past maxQueued: a msg not recorded says overloaded (trail and reason), the rest recorded, none to Catch", async () => {
+    const keyPrefix = uniquePrefix("burst-record-bound");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES, gate: { mode: "record" } });
+    const sent = burst(flow, 2_500);
+    await flow.out.until(sent, 60_000);
+    const trailReason = (m: Record<string, unknown>) => (m.admission as { trail: { reason?: string }[] }).trail.at(-1)?.reason;
+    const overloaded = flow.out.of("allowed").filter((m) => trailReason(m) === "overloaded");
+    assert.ok(overloaded.length >= sent - 1000 - 300, `overloaded ${overloaded.length}`);
+    assert.ok(overloaded.every((m) => reasonOf(m) === "overloaded"), "the reason on the msg too");
+    assert.equal(flow.out.of("allowed").filter((m) => trailReason(m) === "fail_open").length, 0, "a full queue is not a store failure");
+    assert.equal(flow.out.of("caught").length, 0);
+    assert.equal(flow.out.sequence.length, sent, "every msg left by an output");
+    await dropPrefix(redis, keyPrefix);
+  });
+
   it("waits in the gate's intake, not as 20,000 claims begun at once: under 1.5 KB of heap per waiting msg, each counted in the send queue", async () => {
     const keyPrefix = uniquePrefix("burst-intake");
     const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
