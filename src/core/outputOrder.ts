@@ -26,7 +26,8 @@ export class Place {
   private blocked = false;
   private held: (() => void)[] | undefined;
   private behind: Place | undefined;
-  private finished: (() => void) | undefined;
+  /** set once the msg is done while msgs ahead have not left: what it does last, at its turn */
+  private leaving: (() => void) | undefined;
   private left = false;
 
   constructor(private readonly tails: Map<string, Place>) {}
@@ -49,13 +50,22 @@ export class Place {
     else output();
   }
 
-  /** After the msg is done: at once when it is its turn, else once the msgs ahead have left (their outputs first). */
-  leave(): Promise<void> | undefined {
-    if (!this.blocked) {
-      this.depart();
-      return undefined;
+  /**
+   * After the msg is done: at its turn (at once, or once the msgs ahead have
+   * left, their outputs first) runs `last`, then lets the msgs behind go.
+   * `last` is what must come before them: a msg that failed reaches Catch
+   * (done(err)) before a later msg of its recipient leaves.
+   */
+  leave(last: () => void): void {
+    if (this.blocked) {
+      this.leaving = last;
+      return;
     }
-    return new Promise((resolve) => { this.finished = resolve; });
+    try {
+      last();
+    } finally {
+      this.depart();
+    }
   }
 
   private unblock(): void {
@@ -63,10 +73,10 @@ export class Place {
     const held = this.held;
     this.held = undefined;
     held?.forEach((output) => output());
-    const finished = this.finished;
-    if (finished) {
-      this.depart();
-      finished();
+    const leaving = this.leaving;
+    if (leaving) {
+      this.leaving = undefined;
+      this.leave(leaving);
     }
   }
 

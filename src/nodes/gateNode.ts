@@ -81,8 +81,9 @@ export function serveGate(
       }
     };
     handle(msg as AdmittedMsg, ordered, lineUp).then(
-      () => { const later = place.leave(); if (later) void later.then(() => finish()); else finish(); },
-      (err: Error) => { const later = place.leave(); if (later) void later.then(() => finish(err)); else finish(err); },
+      () => place.leave(() => finish()),
+      // to Catch before the recipient's later msgs leave
+      (err: Error) => place.leave(() => finish(err)),
     );
   }, backlog);
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => intake.enter(msg, send, done));

@@ -143,6 +143,21 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     await dropPrefix(redis, keyPrefix);
   });
 
+  it("a msg that goes to Catch reaches it before a later msg of its recipient leaves (failMode closed)", async () => {
+    const keyPrefix = uniquePrefix("burst-catch-order");
+    // the total cap's shared counter is unusable (WRONGTYPE), as when the master holding it fails: a promo send goes to Catch
+    await redis.set(`${keyPrefix}:t:{default|promo}`, "x");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, failMode: "closed", timeoutMs: 1000 }, rules: [
+      { id: "promo", scope: "global", counts: "total", max_count: 1000, window_seconds: 600, applies_to_categories: ["promo"] },
+      { id: "own", scope: "global", max_count: 10, window_seconds: 600 },
+    ] });
+    flow.send({ recipient: "r1", channel: "sms", messageId: "A", category: "promo" });
+    flow.send({ recipient: "r1", channel: "sms", messageId: "B" });
+    await flow.out.until(2, 5000);
+    assert.deepEqual(flow.out.sequence.map(({ id, msg }) => `${id}:${String(msg.messageId)}`), ["caught:A", "allowed:B"]);
+    await dropPrefix(redis, keyPrefix);
+  });
+
   it("waits in the gate's intake, not as 20,000 claims begun at once: under 1.5 KB of heap per waiting msg, each counted in the send queue", async () => {
     const keyPrefix = uniquePrefix("burst-intake");
     const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
