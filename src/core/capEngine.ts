@@ -241,7 +241,8 @@ export class CapEngine {
     const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
     return this.options.access.decide(send.org, send.channel, this.claims, request).then((outcome): CapDecision => {
       if (outcome instanceof StoreUnavailableError) {
-        return outcome.kind === "timeout"
+        // a call that was sent may have been applied (timed out, or its answer lost with the connection): the claim goes on the msg
+        return mayHaveLanded(outcome)
           ? { kind: "fail_open", error: outcome, caps, attempt }
           : { kind: "fail_open", error: outcome };
       }
@@ -522,6 +523,11 @@ function quotaOf(cap: ApplicableCap): QuotaLimit {
 function totalRefusal(cap: ApplicableCap, refusal: TotalRefusal): CapDecision {
   const blocking: BlockingCap = { rule: cap.rule, max: cap.max, count: Math.min(cap.max, refusal.used + refusal.leased), retryAfterMs: refusal.retryAfterMs };
   return { kind: "capped", blocking: [blocking], retryAfterMs: refusal.retryAfterMs };
+}
+
+/** Whether a failed store call may still have been applied: it was sent (not refused before by the breaker, the queue bound or a store not ready). */
+function mayHaveLanded(error: StoreUnavailableError): boolean {
+  return error.kind === "timeout" || error.kind === "error";
 }
 
 function isShadow(rule: CapRule): boolean {

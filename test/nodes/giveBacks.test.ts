@@ -5,6 +5,7 @@ import { deployChain, push } from "../support/chainFlow";
 import { sleep, uniquePrefix } from "../support/redis";
 import { SuiteStore, type StoreKind } from "../support/suiteStore";
 import { OwnRedis } from "../support/redisServer";
+import { SlowLink } from "../support/slowLink";
 
 /** capA's verdict, whatever the later gate (capB, no caps) wrote after it */
 function capAReason(msg: Msg | undefined): string | undefined {
@@ -48,6 +49,28 @@ describe("give-backs touch only what the msg itself took", function () {
       admin.disconnect();
       await own.stop();
       own.cleanUp();
+    }
+  });
+
+  it("a claim whose answer was lost with its connection (Redis ran it) is on the msg: released, it gives its slot back", async () => {
+    const link = await SlowLink.open();
+    const keyPrefix = uniquePrefix("dropped");
+    try {
+      const chain = await deployChain({ store: "redis", keyPrefix, rules: ONE_A_DAY, config: { redisUrl: link.url, timeoutMs: 1000 } });
+      link.cutAnswerFrom("dropped-answer");
+      await push(chain, "capA", { recipient: "dropped-answer", channel: "sms", messageId: "A" });
+      const first = chain.out.of("sent")[0] as Msg;
+      assert.equal(capAReason(first), "fail_open", "the claim's answer never came");
+      assert.equal((first.admission as { claims: unknown[] }).claims.length, 1, "its possible claim is recorded, to be given back");
+      await sleep(500); // reconnected
+      await push(chain, "release", { ...first });
+      await push(chain, "capA", { recipient: "dropped-answer", channel: "sms", messageId: "B" });
+      const second = chain.out.of("sent")[1] as Msg | undefined;
+      assert.equal(second?.messageId, "B", "the slot A's lost claim took was given back");
+      assert.equal(capAReason(second), undefined);
+    } finally {
+      await helper.unload();
+      await link.close();
     }
   });
 

@@ -2,14 +2,16 @@ import { createServer, connect, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 
 /**
- * A TCP link to a Redis that can stall its answers: Redis runs each command
- * as it arrives, and what it answers reaches the client late, in order (a
- * congested or stalled network). So a call can time out in the client after
- * Redis has applied it.
+ * A TCP link to a Redis that can stall or drop its answers: Redis runs each
+ * command as it arrives, and what it answers reaches the client late, in
+ * order (a congested or stalled network), or never (the connection drops).
+ * So a call can fail in the client after Redis has applied it.
  */
 export class SlowLink {
   private stalledUntil = 0;
   private marker: { text: string; ms: number } | undefined;
+  private cutMarker: string | undefined;
+  private cutArmed = false;
   private readonly sockets = new Set<Socket>();
 
   private constructor(private readonly server: Server, readonly url: string) {}
@@ -28,6 +30,11 @@ export class SlowLink {
   /** From the first command whose bytes carry `text`, Redis's answers (that command's too) reach the client `ms` later. */
   stallRepliesFrom(text: string, ms: number): void {
     this.marker = { text, ms };
+  }
+
+  /** The first command whose bytes carry `text` runs in Redis, and the connection drops before its answer reaches the client. */
+  cutAnswerFrom(text: string): void {
+    this.cutMarker = text;
   }
 
   async close(): Promise<void> {
@@ -52,9 +59,19 @@ export class SlowLink {
         this.stalledUntil = Date.now() + this.marker.ms;
         this.marker = undefined;
       }
+      if (this.cutMarker !== undefined && chunk.includes(this.cutMarker)) {
+        this.cutMarker = undefined;
+        this.cutArmed = true;
+      }
       upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
+      if (this.cutArmed) {
+        // Redis has run the command (this is its answer): the link drops instead of carrying it
+        this.cutArmed = false;
+        end();
+        return;
+      }
       answers.push(chunk);
       if (answers.length === 1) deliver();
     });
