@@ -304,29 +304,35 @@ export class CapEngine {
       totals = caps.filter(isTotal);
       break;
     }
+    const slots = totals.map((cap) => this.totals.reserve(cap.key, quotaOf(cap)));
+    // A slot to wait for (a lease to fetch): the recipient's own claim goes now, in arrival order, not behind the wait,
+    // where a later msg of this recipient with no total cap would claim first and take its slot. Refused by a total,
+    // the send gives that claim back.
+    const early = own.length > 0 && slots.some((slot) => slot !== true) ? this.claimCounters(send, own) : undefined;
+    early?.catch(() => undefined);
     const reserved: ApplicableCap[] = [];
     let shadowTotals: ShadowRefusal[] | undefined;
-    for (const cap of totals) {
-      const slot = this.totals.reserve(cap.key, quotaOf(cap));
+    let refusal: CapDecision | undefined;
+    let failure: StoreUnavailableError | undefined;
+    for (let i = 0; i < totals.length; i++) {
+      const cap = totals[i] as ApplicableCap;
+      const slot = slots[i] as ReturnType<TotalLeases["reserve"]>;
       const answer = slot === true ? slot : await slot;
-      if (answer === true) {
-        reserved.push(cap);
-        continue;
-      }
-      if (answer instanceof StoreUnavailableError) {
-        this.cancel(reserved);
-        return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, answer) };
-      }
-      if (isShadow(cap.rule)) {
-        (shadowTotals ??= []).push({ cap_id: cap.rule.id, count: answer.used + answer.leased, max: cap.max });
-        continue;
-      }
-      this.cancel(reserved);
-      return totalRefusal(cap, answer);
+      if (answer === true) reserved.push(cap);
+      else if (refusal || failure) continue;
+      else if (answer instanceof StoreUnavailableError) failure = answer;
+      else if (isShadow(cap.rule)) (shadowTotals ??= []).push({ cap_id: cap.rule.id, count: answer.used + answer.leased, max: cap.max });
+      else refusal = totalRefusal(cap, answer);
     }
+    if (refusal) {
+      this.cancel(reserved);
+      if (early) await this.giveBackEarly(early);
+      return refusal;
+    }
+    if (failure) return this.totalsFailed(send, failure, reserved, early);
     let decision: CapDecision | undefined;
     try {
-      decision = own.length === 0 ? undefined : await this.claimCounters(send, own);
+      decision = own.length === 0 ? undefined : await (early ?? this.claimCounters(send, own));
     } catch (closed) {
       // fail mode closed: the msg goes to Catch, so the total slots it reserved go back
       this.cancel(reserved);
@@ -383,6 +389,32 @@ export class CapEngine {
   }
 
   /** Gives back the recipient's own slots of a claim a total cap refused after all (an admitted one, or one that timed out and may have landed). */
+  /**
+   * A total cap's slot could not be had (the store failed): nothing of the
+   * totals is kept. Open, the msg leaves with the own claim it made early (on
+   * the msg, to be given back), unless that refused it; closed, that claim
+   * goes back and access.failed throws, for Catch.
+   */
+  private async totalsFailed(send: Send, failure: StoreUnavailableError, reserved: ApplicableCap[], early: Promise<CapDecision> | undefined): Promise<CapDecision> {
+    this.cancel(reserved);
+    const own = early ? await early.catch(() => undefined) : undefined;
+    if (own?.kind === "capped") return own;
+    if (own && this.options.access.failMode === "closed") await this.releaseOwn(own).catch(() => undefined);
+    const error = this.options.access.failed(send.org, send.channel, failure);
+    if (own?.kind === "allowed") return { kind: "fail_open", error, caps: own.caps, attempt: own.attempt };
+    if (own?.kind === "fail_open") return own;
+    return { kind: "fail_open", error };
+  }
+
+  /** An own claim made while a total slot was awaited, for a send the totals did not admit: given back once answered. */
+  private async giveBackEarly(early: Promise<CapDecision>): Promise<void> {
+    try {
+      await this.releaseOwn(await early);
+    } catch {
+      // fail mode closed and the store failed: nothing was taken that the send keeps
+    }
+  }
+
   private async releaseOwn(decision: CapDecision): Promise<void> {
     let taken: ApplicableCap[];
     let attempt: ClaimAttempt;

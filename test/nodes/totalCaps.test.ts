@@ -72,6 +72,21 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     await dropPrefix(redis, keyPrefix);
   });
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`judges a recipient's msgs in arrival order while a total cap waits for its first lease (${store}): the earlier takes the recipient's slot`, async () => {
+      const keyPrefix = uniquePrefix(`total-order-${store}`);
+      const rules = [{ ...AD_TOTAL, per: [], applies_to_categories: ["promo"] }, ONE_PER_RECIPIENT];
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: 1000 }, rules });
+      // A waits for the promo budget's first lease; B (no promo) needs none
+      flow.send({ recipient: "r1", channel: "push", messageId: "A", category: "promo" });
+      flow.send({ recipient: "r1", channel: "push", messageId: "B" });
+      await flow.out.until(2, 10_000);
+      assert.deepEqual(flow.out.sequence.map(({ id, msg }) => `${String(msg.messageId)}:${id}`), ["A:allowed", "B:skipped"]);
+      assert.equal(capIdOf(flow.out.of("skipped")[0] as Msg), "one-each");
+      if (store === "redis") await dropPrefix(redis, keyPrefix);
+    });
+  }
+
   it("a refund (release mode) gives the total slot back to the lease it came from", async () => {
     const keyPrefix = uniquePrefix("total-refund");
     const rules = [{ ...AD_TOTAL, max_count: 2 }];
