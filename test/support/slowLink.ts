@@ -11,7 +11,6 @@ export class SlowLink {
   private stalledUntil = 0;
   private marker: { text: string; ms: number } | undefined;
   private cutMarker: string | undefined;
-  private cutArmed = false;
   private readonly sockets = new Set<Socket>();
 
   private constructor(private readonly server: Server, readonly url: string) {}
@@ -46,6 +45,8 @@ export class SlowLink {
     const upstream = connect(redisPort, "127.0.0.1");
     this.sockets.add(client).add(upstream);
     const answers: Buffer[] = [];
+    // this connection carried the command whose answer is to be dropped
+    let cutArmed = false;
     const deliver = (): void => {
       const wait = this.stalledUntil - Date.now();
       if (wait > 0) {
@@ -61,14 +62,14 @@ export class SlowLink {
       }
       if (this.cutMarker !== undefined && chunk.includes(this.cutMarker)) {
         this.cutMarker = undefined;
-        this.cutArmed = true;
+        cutArmed = true;
       }
       upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
-      if (this.cutArmed) {
+      if (cutArmed) {
         // Redis has run the command (this is its answer): the link drops instead of carrying it
-        this.cutArmed = false;
+        cutArmed = false;
         end();
         return;
       }
