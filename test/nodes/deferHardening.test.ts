@@ -3,6 +3,7 @@ import Redis from "ioredis";
 import { deployGateFlow, sendInOrder, type GateFlow } from "../support/gateFlow";
 import { flowNode, gateNodes, helper, TAB, Collector, type Msg } from "../support/nodeRed";
 import { OwnRedis } from "../support/redisServer";
+import { SlowLink } from "../support/slowLink";
 import { REDIS_URL, dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 import { useUserDir } from "../support/userDir";
 
@@ -84,6 +85,24 @@ describe("deferral hardening (redis store)", function () {
     assert.equal(released.length, 1001, `released ${released.length}`);
     assert.equal(new Set(released.map((m) => m.messageId)).size, 1001, "none twice");
     assert.equal(released.find((m) => m.messageId === "held")?.payload, "try 2", "the retry replaced the held copy");
+  });
+
+  it("a hold whose answer comes after its timeout (a stalled link) is waited for: the msg is held once and released once, not sent to Catch as well", async () => {
+    const link = await SlowLink.open();
+    try {
+      const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: 5000, redisUrl: link.url }, gate: { deferMax: 600 }, rules: [rule("defer")] });
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first" }]);
+      // Redis applies the hold at once; its answer arrives after the hold's 2 s timeout
+      link.stallRepliesFrom("late-hold-marker", 2500);
+      flow.send({ recipient: "r", channel: "sms", messageId: "held", payload: "late-hold-marker" });
+      await flow.out.until(2, 8000);
+      await sleep(1000);
+      assert.deepEqual(flow.out.of("caught").map((m) => m.messageId), []);
+      assert.deepEqual(flow.out.of("deferred").map((m) => m.messageId), ["held"]);
+    } finally {
+      await helper.unload();
+      await link.close();
+    }
   });
 
   it("with hashRecipients, no key and no stored value holds the recipient (held, collapsed, released)", async () => {

@@ -2,6 +2,7 @@ import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg, GateR
 import { ackReleased, BEAT_MS, DeferPoller } from "../defer";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
+import { StoreUnavailableError } from "../errors";
 import { asStoreFailure } from "../storeFaults";
 
 export type ReleaseHandler = (held: DeferredMsg) => void;
@@ -15,6 +16,13 @@ const SIZE_AFTER_HOLD_MS = 50;
 const SWEEP_MS = 30_000;
 /** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
 export const HOLD_TIMEOUT_MS = 2_000;
+/**
+ * How long a hold that timed out is still waited for: Redis may yet apply it
+ * (a stalled link), and only its own answer tells whether the msg is held.
+ * Sent to Catch at the timeout, a msg that was held would also be released
+ * later: twice.
+ */
+export const LATE_HOLD_MS = 10_000;
 
 export interface DeferralsOptions {
   /** the queue of one gate (the same object for the same gate) */
@@ -56,12 +64,21 @@ export class Deferrals {
   private lastWarning = "";
   private readonly holds: Lane<DeferItem, DeferResult> | undefined;
   private tickHolds: { item: DeferItem; resolve: (result: DeferResult | Error) => void }[] = [];
+  /** holds that timed out, waiting for their own answer (lateAnswer) */
+  private readonly lateHolds = new Map<DeferItem, (answer: DeferResult | Error) => void>();
 
   constructor(private readonly options: DeferralsOptions) {
     this.polling = { ...DEFER_POLLING, ...options.polling };
     // a burst's holds wait together in the send queue and go out as one deferMany per gate's queue
     this.holds = options.access?.lane("hold", async (_store, items: readonly DeferItem[]) => {
-      const results = await this.holdMany(items);
+      let results: (DeferResult | Error)[];
+      try {
+        results = await this.holdMany(items);
+      } catch (err) {
+        this.answerLate(items, () => (err instanceof Error ? err : new Error(String(err))));
+        throw err;
+      }
+      this.answerLate(items, (i) => results[i] ?? new Error("defer: no answer"));
       return results.map((r) => (r instanceof Error ? asStoreFailure(r) : r));
     }, { bounded: false, timeoutMs: HOLD_TIMEOUT_MS });
     const every = (ms: number, work: () => Promise<void>): void => {
@@ -125,7 +142,17 @@ export class Deferrals {
    */
   async hold(entry: DeferInput, placement: Omit<DeferItem, "entry"> = {}): Promise<DeferResult> {
     const item: DeferItem = { entry, ...placement };
-    if (this.holds && this.options.access?.queue) return this.options.access.submit(this.holds, item);
+    if (this.holds && this.options.access?.queue) {
+      try {
+        return await this.options.access.submit(this.holds, item);
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError) || err.kind !== "timeout") throw err;
+        // sent, and maybe applied: its own late answer says whether the msg is held
+        const late = await this.lateAnswer(item);
+        if (late === undefined || late instanceof Error) throw err;
+        return late;
+      }
+    }
     // no send queue (the memory store): the holds of one tick still go together, one queue call (one journal write) per gate
     const result = await new Promise<DeferResult | Error>((resolve) => {
       this.tickHolds.push({ item, resolve });
@@ -133,6 +160,27 @@ export class Deferrals {
     });
     if (result instanceof Error) throw result;
     return result;
+  }
+
+  /** The answer of a hold that timed out, when it comes within LATE_HOLD_MS (else undefined). */
+  private lateAnswer(item: DeferItem): Promise<DeferResult | Error | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.lateHolds.delete(item);
+        resolve(undefined);
+      }, LATE_HOLD_MS);
+      this.lateHolds.set(item, (answer) => {
+        clearTimeout(timer);
+        this.lateHolds.delete(item);
+        resolve(answer);
+      });
+    });
+  }
+
+  /** Hands the holds that timed out and still wait their answers (the send queue answered them with the timeout). */
+  private answerLate(items: readonly DeferItem[], answerOf: (index: number) => DeferResult | Error): void {
+    if (this.lateHolds.size === 0) return;
+    items.forEach((item, i) => this.lateHolds.get(item)?.(answerOf(i)));
   }
 
   /** The holds made in one tick without a send queue, in one holdMany. */
