@@ -2,13 +2,15 @@ import assert from "node:assert/strict";
 import { Intake, type Backlog } from "../../src/core/sendQueue/intake";
 
 /** A backlog that counts what the intake tells it, full at `max` (waiting msgs plus `pending`); `refused` is true while a refused msg begins. */
-function countingBacklog(max: number): Backlog & { waiting: number; pending: number; refused: boolean } {
+function countingBacklog(max: number): Backlog & { waiting: number; pending: number; refused: boolean; overflows: number } {
   return {
     waiting: 0,
     pending: 0,
     refused: false,
+    overflows: 0,
     full() { return this.waiting + this.pending >= max; },
     waitingMsgs(delta) { this.waiting += delta; },
+    overflowed() { this.overflows++; },
     refusing(begin) {
       this.refused = true;
       try {
@@ -80,6 +82,7 @@ describe("core/intake: a gate's line of msgs not yet begun", () => {
     assert.deepEqual(begun, ["0", "1"]);
     assert.equal(backlog.waiting, 4);
     assert.equal(intake.waiting, 6);
+    assert.equal(backlog.overflows, 2, "each refused at the door tells the backlog (the episode's warning)");
     for (let i = 0; i < 8; i++) intake.leave();
     assert.deepEqual(begun, ["0", "1", "2", "3", "4", "5", "6 refused", "7 refused"], "in arrival order: a refused msg overtakes none");
     assert.equal(backlog.waiting, 0);

@@ -163,6 +163,23 @@ describe("core/sendQueue against a real Redis", function () {
     await q.store.close();
   });
 
+  it("warns once for an episode whose msgs refused at the door begin after it drained (their refusal starts no new episode)", async () => {
+    const q = await open({ maxQueued: 10, timeoutMs: 2000 });
+    const queue = q.access.queue as SendQueue;
+    queue.waitingMsgs(10);
+    // a msg arrives at a gate's full intake: refused at the door, and the episode warned of
+    queue.overflowed();
+    assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 1);
+    // the waiting msgs begin and are answered: the episode is over
+    queue.waitingMsgs(-10);
+    assert.equal((await q.claim(0)).allowed, true);
+    let refused: Promise<unknown> | undefined;
+    queue.refusing(() => { refused = q.claim(1); });
+    await assert.rejects(refused as Promise<unknown>, (err: StoreUnavailableError) => err.kind === "overloaded");
+    assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 1, "the refused msg's turn is its episode's tail, not a new one");
+    await q.store.close();
+  });
+
   it("under a stalled Redis (DEBUG SLEEP 0.5), times each call from when it was sent, then short-circuits until a probe succeeds", async () => {
     const q = await open({ timeoutMs: 50 });
     await q.claim(-1);

@@ -4,6 +4,8 @@ export interface Backlog {
   full(): boolean;
   /** the msgs waiting in an intake went up or down by `delta` */
   waitingMsgs(delta: number): void;
+  /** a msg was refused at the door (the queue was full): an overload episode, warned of once; its refusal in its turn warns of nothing more */
+  overflowed(): void;
   /** runs `begin` with every bounded call it makes at once refused as overloaded */
   refusing(begin: () => void): void;
 }
@@ -66,7 +68,8 @@ export class Intake<M, S, D> {
     }
     const refused = this.backlog?.full() === true;
     this.line.push(msg, send, done, refused);
-    if (!refused) this.backlog?.waitingMsgs(1);
+    if (refused) this.backlog?.overflowed();
+    else this.backlog?.waitingMsgs(1);
   }
 
   /** A begun msg is done: the next in line begins. */

@@ -108,6 +108,17 @@ export class SendQueue implements Backlog {
     this.notify();
   }
 
+  overflowed(): void {
+    this.beginOverload();
+  }
+
+  /** An overload episode begins (warned once); it ends when nothing waits or is in flight. */
+  private beginOverload(): void {
+    if (this.overloaded) return;
+    this.overloaded = true;
+    this.options.onOverload?.(this.options.maxQueued);
+  }
+
   refusing(begin: () => void): void {
     this.refuseAll = true;
     try {
@@ -125,10 +136,8 @@ export class SendQueue implements Backlog {
 
   submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
     if (lane.bounded && (this.refuseAll || this.full())) {
-      if (!this.overloaded) {
-        this.overloaded = true;
-        this.options.onOverload?.(this.options.maxQueued);
-      }
+      // a msg refused at the door was warned of then: its episode may have ended since, and it starts none
+      if (!this.refuseAll) this.beginOverload();
       return Promise.reject(new StoreUnavailableError("overloaded", `the send queue holds ${this.options.maxQueued} msgs (maxQueued)`));
     }
     return new Promise<O>((resolve, reject) => {
