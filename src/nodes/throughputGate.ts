@@ -192,6 +192,8 @@ export default function register(RED: NodeAPI): void {
     const tags = new TagCache();
     // the store's clock as this process reads it, and the timer by it: both on the same sub-ms local clock (their default)
     const storeClock = new StoreClock();
+    /** acks of released msgs still on their way: a closing gate waits for them, else its msgs would come back after their lease */
+    const acking = new Set<Promise<void>>();
     /** releases its own held msgs at their instants; the queue's poller releases those no instance holds (a gate closed, a process died) */
     const pacer = new Pacer<PacedMsg>((due) => {
       for (const paced of due) {
@@ -201,7 +203,11 @@ export default function register(RED: NodeAPI): void {
           node.warn(`could not release held msg ${paced.held.id}: ${(err as Error).message}`);
         }
       }
-      if (service) void service.deferrals.acked(node.id, due.map((p) => p.held.id));
+      if (service) {
+        const ack = service.deferrals.acked(node.id, due.map((p) => p.held.id));
+        acking.add(ack);
+        void ack.finally(() => acking.delete(ack));
+      }
     });
     const handBack = async (paced: readonly PacedMsg[]): Promise<void> => {
       await service?.deferrals.handBack(node.id, paced.map((p) => ({ entry: p.held, tag: p.tag })));
@@ -212,6 +218,7 @@ export default function register(RED: NodeAPI): void {
       // msgs handed back or left by a process that died fall due every few ms: wake every ms, and take again at once after a release
       stops.push(service.deferrals.register(node.id, (held) => release(held, false), { minSleepMs: 1, steady: true }));
       stops.push(() => handBack(pacer.stop()));
+      stops.push(() => Promise.allSettled([...acking]).then(() => undefined));
       stops.push(service.deferrals.onSize(node.id, (held) => {
         status.holding(held);
         metrics?.counts.holding(held);

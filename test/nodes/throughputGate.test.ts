@@ -285,9 +285,10 @@ describe("throughput-gate", function () {
       const seen: string[] = [];
       for (const m of msgs(100)) flow.send(m);
       await sleep(400);
-      seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
       // the gate paces its held msgs itself: on close it hands them back to the queue, where the next deployment's poller finds them
       await helper.unload();
+      // read once the old flow is gone: its gate releases until it closes
+      seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
       flow = await deploy({ store, keyPrefix, gate });
       const startedAt = Date.now();
       const releases: Release[] = [];
@@ -313,9 +314,10 @@ describe("throughput-gate", function () {
     const seen: string[] = [];
     for (let i = 0; i < 3000; i++) flow.send({ messageId: `b${i}`, recipient: `r${i}` });
     await sleep(500);
+    await helper.unload();
+    // read once the old flow is gone: its gate releases until it closes
     seen.push(...flow.out.of("allowed").map((m) => String(m.messageId)));
     assert.ok(seen.length < 1000, `${seen.length} left before the redeploy: more than two hand-back slices must be held`);
-    await helper.unload();
     flow = await deploy({ store: "redis", keyPrefix, gate });
     const releases: Release[] = [];
     helper.getNode("allowed")?.on("input", recordReleases(releases));
@@ -325,6 +327,15 @@ describe("throughput-gate", function () {
     assert.equal(new Set(seen).size, 3000, "none lost, none twice");
     assert.equal(seen.length, 3000);
     for (const r of releases) assert.ok(r.due === undefined || r.at - r.due < 2000, `left ${r.at - (r.due as number)} ms after its instant`);
+    // every release acked, the old gate's last ones too: nothing stays leased in the queue to come back after the lease
+    const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+    const started = Date.now();
+    let held = -1;
+    while (Date.now() - started < 3000 && held !== 0) {
+      held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
+      if (held !== 0) await sleep(50);
+    }
+    assert.equal(held, 0, "every held msg acked");
   });
 
   it("paces a msg whose hold the store answers too late (a stalled link): out of allowed once, none to Catch, and its landed copy acked, not left to come back", async () => {
