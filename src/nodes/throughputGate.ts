@@ -315,6 +315,15 @@ export default function register(RED: NodeAPI): void {
       // the reserved instant, by the store's clock (the queue releases by the same clock); rounded up: never early
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const reservedUs = outcome.nowUs + outcome.waitUs;
+      if (sendData.expiresAt !== undefined && storeClock.toLocal(dueAt) > sendData.expiresAt) {
+        // the wait was bounded from when the msg came in, the instant is the store's: a reservation that reached it late
+        // can lie past the msg's expiresAt, where it would never leave. Given back, and skipped now as a wait too long
+        await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
+        const refusal = throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now }, maxWaitMs);
+        await prepareRefusal(refusalCtx(svc), msg, refusal, sendData);
+        send([null, msg, null]);
+        return;
+      }
       const tag = tags.of(ceilingKey(svc.settings.keyPrefix, sendData.org, scope));
       let held: DeferInput & { id: string };
       try {

@@ -2,13 +2,15 @@ import { createServer, connect, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 
 /**
- * A TCP link to a Redis that can stall or drop its answers: Redis runs each
- * command as it arrives, and what it answers reaches the client late, in
- * order (a congested or stalled network), or never (the connection drops).
- * So a call can fail in the client after Redis has applied it.
+ * A TCP link to a Redis that can stall commands or their answers, or drop
+ * an answer: Redis runs each command as it arrives (late, when the requests
+ * are stalled), and what it answers reaches the client late, in order (a
+ * congested or stalled network), or never (the connection drops). So a call
+ * can fail in the client after Redis has applied it.
  */
 export class SlowLink {
   private stalledUntil = 0;
+  private requestsStalledUntil = 0;
   private marker: { text: string; ms: number } | undefined;
   private cutMarker: string | undefined;
   private readonly sockets = new Set<Socket>();
@@ -29,6 +31,11 @@ export class SlowLink {
   /** From the first command whose bytes carry `text`, Redis's answers (that command's too) reach the client `ms` later. */
   stallRepliesFrom(text: string, ms: number): void {
     this.marker = { text, ms };
+  }
+
+  /** Commands sent from now on reach Redis `ms` later (in order): the store's clock has moved on when it runs them. */
+  stallRequests(ms: number): void {
+    this.requestsStalledUntil = Date.now() + ms;
   }
 
   /** The first command whose bytes carry `text` runs in Redis, and the connection drops before its answer reaches the client. */
@@ -55,6 +62,15 @@ export class SlowLink {
       }
       for (const chunk of answers.splice(0)) client.write(chunk);
     };
+    const requests: Buffer[] = [];
+    const forward = (): void => {
+      const wait = this.requestsStalledUntil - Date.now();
+      if (wait > 0) {
+        setTimeout(forward, wait);
+        return;
+      }
+      for (const chunk of requests.splice(0)) upstream.write(chunk);
+    };
     client.on("data", (chunk: Buffer) => {
       if (this.marker && chunk.includes(this.marker.text)) {
         this.stalledUntil = Date.now() + this.marker.ms;
@@ -64,7 +80,8 @@ export class SlowLink {
         this.cutMarker = undefined;
         cutArmed = true;
       }
-      upstream.write(chunk);
+      requests.push(chunk);
+      if (requests.length === 1) forward();
     });
     upstream.on("data", (chunk: Buffer) => {
       if (cutArmed) {
