@@ -7,6 +7,8 @@ const MAX_SHOWN_PROBLEMS = 8;
 /** The caps as JSON text, to paste or copy, checked as it is typed with the same messages as the table and the runtime. */
 export class RulesJson {
   readonly editor: AceEditor;
+  /** the text when the editor was destroyed: an input's late change event (its blur as the dialog closes) must not reach a disposed editor */
+  private closedWith: string | undefined;
 
   constructor(editorId: string, text: string, private readonly problemsBox: JQuery, private readonly channels: () => string[]) {
     this.editor = RED.editor.createEditor({ id: editorId, mode: "json", value: text });
@@ -14,10 +16,11 @@ export class RulesJson {
   }
 
   text(): string {
-    return this.editor.getValue();
+    return this.closedWith ?? this.editor.getValue();
   }
 
   setText(text: string): void {
+    if (this.closedWith !== undefined) return;
     this.editor.setValue(text, -1);
     this.showProblems();
   }
@@ -32,6 +35,7 @@ export class RulesJson {
   }
 
   showProblems(): void {
+    if (this.closedWith !== undefined) return;
     const text = this.text();
     const problems = checkRules(text.trim() === "" ? [] : text, this.channels(), t);
     const box = this.problemsBox.empty();
@@ -53,10 +57,12 @@ export class RulesJson {
   }
 
   resize(): void {
-    this.editor.resize();
+    if (this.closedWith === undefined) this.editor.resize();
   }
 
   destroy(): void {
+    if (this.closedWith !== undefined) return;
+    this.closedWith = this.editor.getValue();
     this.editor.destroy();
   }
 }
