@@ -81,7 +81,7 @@ export function serveGate(
       }
     };
     handle(msg as AdmittedMsg, ordered, lineUp).then(
-      () => place.leave(() => finish()),
+      () => place.leave(finish),
       // to Catch before the recipient's later msgs leave
       (err: Error) => place.leave(() => finish(err)),
     );
