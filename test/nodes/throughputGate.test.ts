@@ -94,6 +94,18 @@ function assertPaced(releases: readonly Release[], intervalMs: number): void {
   }
 }
 
+/** Within 3 s the queue holds nothing of tp0: every msg it held was acked, none stays leased to come back after the lease. */
+async function assertNothingHeld(why: string): Promise<void> {
+  const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+  const started = Date.now();
+  let held = -1;
+  while (Date.now() - started < 3000 && held !== 0) {
+    held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
+    if (held !== 0) await sleep(50);
+  }
+  assert.equal(held, 0, why);
+}
+
 /** msg.reset drops one ceiling's held msgs (each by skipped, reset); msg.flush releases them now */
 async function resetAndFlush(store: Options["store"], suite?: SuiteStore, keyPrefix?: string): Promise<void> {
   const { out, send } = await deploy({ store, ...(suite ? { suite } : {}), ...(keyPrefix ? { keyPrefix } : {}), gate: { rate: 1, burst: 1, keyType: "channel" } });
@@ -198,14 +210,7 @@ describe("throughput-gate", function () {
       assert.ok(releases.filter((r) => r.due !== undefined).length >= 4000, "held to their instants");
       for (const r of releases) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${(r.due as number) - r.at} ms before its instant`);
       // released by the gate's own timer and acked: nothing stays leased in the queue to come back after the lease
-      const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
-      const started = Date.now();
-      let held = -1;
-      while (Date.now() - started < 3000 && held !== 0) {
-        held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
-        if (held !== 0) await sleep(50);
-      }
-      assert.equal(held, 0, "every held msg acked");
+      await assertNothingHeld("every held msg acked");
     });
   }
 
@@ -328,14 +333,7 @@ describe("throughput-gate", function () {
     assert.equal(seen.length, 3000);
     for (const r of releases) assert.ok(r.due === undefined || r.at - r.due < 2000, `left ${r.at - (r.due as number)} ms after its instant`);
     // every release acked, the old gate's last ones too: nothing stays leased in the queue to come back after the lease
-    const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
-    const started = Date.now();
-    let held = -1;
-    while (Date.now() - started < 3000 && held !== 0) {
-      held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
-      if (held !== 0) await sleep(50);
-    }
-    assert.equal(held, 0, "every held msg acked");
+    await assertNothingHeld("every held msg acked");
   });
 
   it("paces a msg whose hold the store answers too late (a stalled link): out of allowed once, none to Catch, and its landed copy acked, not left to come back", async () => {
@@ -351,14 +349,7 @@ describe("throughput-gate", function () {
       await sleep(300);
       assert.deepEqual(out.of("caught").map((m) => m.messageId), []);
       assert.deepEqual(out.of("allowed").map((m) => m.messageId), ["first", "late"]);
-      const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
-      const started = Date.now();
-      let held = -1;
-      while (Date.now() - started < 3000 && held !== 0) {
-        held = (await service.deferrals.heldSizes()).get("tp0") ?? 0;
-        if (held !== 0) await sleep(50);
-      }
-      assert.equal(held, 0, "the copy the store took is acked by the release");
+      await assertNothingHeld("the copy the store took is acked by the release");
     } finally {
       await helper.unload();
       await link.close();

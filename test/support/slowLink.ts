@@ -51,26 +51,10 @@ export class SlowLink {
   private carry(client: Socket, redisPort: number): void {
     const upstream = connect(redisPort, "127.0.0.1");
     this.sockets.add(client).add(upstream);
-    const answers: Buffer[] = [];
     // this connection carried the command whose answer is to be dropped
     let cutArmed = false;
-    const deliver = (): void => {
-      const wait = this.stalledUntil - Date.now();
-      if (wait > 0) {
-        setTimeout(deliver, wait);
-        return;
-      }
-      for (const chunk of answers.splice(0)) client.write(chunk);
-    };
-    const requests: Buffer[] = [];
-    const forward = (): void => {
-      const wait = this.requestsStalledUntil - Date.now();
-      if (wait > 0) {
-        setTimeout(forward, wait);
-        return;
-      }
-      for (const chunk of requests.splice(0)) upstream.write(chunk);
-    };
+    const answers = delayedPipe(() => this.stalledUntil, (chunk) => client.write(chunk));
+    const requests = delayedPipe(() => this.requestsStalledUntil, (chunk) => upstream.write(chunk));
     client.on("data", (chunk: Buffer) => {
       if (this.marker && chunk.includes(this.marker.text)) {
         this.stalledUntil = Date.now() + this.marker.ms;
@@ -80,8 +64,7 @@ export class SlowLink {
         this.cutMarker = undefined;
         cutArmed = true;
       }
-      requests.push(chunk);
-      if (requests.length === 1) forward();
+      requests(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
       if (cutArmed) {
@@ -90,8 +73,7 @@ export class SlowLink {
         end();
         return;
       }
-      answers.push(chunk);
-      if (answers.length === 1) deliver();
+      answers(chunk);
     });
     const end = (): void => {
       client.destroy();
@@ -102,4 +84,21 @@ export class SlowLink {
     client.on("close", end).on("error", end);
     upstream.on("close", end).on("error", end);
   }
+}
+
+/** Writes each chunk in order, none before `until()` (epoch ms, read when the first waiting chunk would go). */
+function delayedPipe(until: () => number, write: (chunk: Buffer) => void): (chunk: Buffer) => void {
+  const waiting: Buffer[] = [];
+  const flush = (): void => {
+    const wait = until() - Date.now();
+    if (wait > 0) {
+      setTimeout(flush, wait);
+      return;
+    }
+    for (const chunk of waiting.splice(0)) write(chunk);
+  };
+  return (chunk) => {
+    waiting.push(chunk);
+    if (waiting.length === 1) flush();
+  };
 }
