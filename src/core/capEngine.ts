@@ -388,7 +388,6 @@ export class CapEngine {
     for (const cap of reserved) this.totals.cancel(cap.key);
   }
 
-  /** Gives back the recipient's own slots of a claim a total cap refused after all (an admitted one, or one that timed out and may have landed). */
   /**
    * A total cap's slot could not be had (the store failed): nothing of the
    * totals is kept. Open, the msg leaves with the own claim it made early (on
@@ -415,6 +414,7 @@ export class CapEngine {
     }
   }
 
+  /** Gives back the recipient's own slots of a claim a total cap refused after all (an admitted one, or one that timed out and may have landed). */
   private async releaseOwn(decision: CapDecision): Promise<void> {
     let taken: ApplicableCap[];
     let attempt: ClaimAttempt;

@@ -90,11 +90,12 @@ export function serveGate(
   node.on("close", (removed: boolean, done: () => void) => {
     intake.flush();
     if (removed) metrics?.forget();
+    // Releasing stops at once: Node-RED stops the nodes wired after this one now, and a msg sent to them is dropped.
+    // Held and paced msgs stay in (or go back to) the durable queue for the next deployment's poller.
+    const cleaned = Promise.allSettled(cleanups.map((cleanup) => cleanup?.()));
     // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done;
     // so do the cleanups, which may still write to the store (a throughput-gate hands its paced msgs back to the queue)
-    const closed = withTimeout(intake.idle(), DRAIN_MS, undefined)
-      .then(() => Promise.allSettled(cleanups.map((cleanup) => cleanup?.())))
-      .then(() => undefined);
+    const closed = Promise.all([withTimeout(intake.idle(), DRAIN_MS, undefined), cleaned]).then(() => undefined);
     drains?.drainBeforeClose(closed);
     closed.then(() => {
       status.stop();

@@ -315,10 +315,12 @@ export default function register(RED: NodeAPI): void {
       // the reserved instant, by the store's clock (the queue releases by the same clock); rounded up: never early
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const reservedUs = outcome.nowUs + outcome.waitUs;
+      // a msg that will not use its instant gives it back, unless something was reserved after it
+      const giveBackInstant = (): Promise<unknown> => svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
       if (sendData.expiresAt !== undefined && storeClock.toLocal(dueAt) > sendData.expiresAt) {
         // the wait was bounded from when the msg came in, the instant is the store's: a reservation that reached it late
         // can lie past the msg's expiresAt, where it would never leave. Given back, and skipped now as a wait too long
-        await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
+        await giveBackInstant();
         const refusal = throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now }, maxWaitMs);
         await prepareRefusal(refusalCtx(svc), msg, refusal, sendData);
         send([null, msg, null]);
@@ -335,8 +337,8 @@ export default function register(RED: NodeAPI): void {
           meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs) },
         };
       } catch (err) {
-        // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant, given back unless something was reserved after it
-        await svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
+        // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant
+        await giveBackInstant();
         throw err;
       }
       try {
@@ -344,7 +346,10 @@ export default function register(RED: NodeAPI): void {
         await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
         holdFaults.recovered();
       } catch (err) {
-        if (!(err instanceof StoreUnavailableError)) throw err;
+        if (!(err instanceof StoreUnavailableError)) {
+          await giveBackInstant();
+          throw err;
+        }
         // A store fault: the hold may yet have landed (a timed-out call often has). The msg keeps its instant and is paced
         // here all the same; its release acks its id, so a copy that landed is not released again when its lease ends.
         // Only a crash before then loses it, as the store could not take it.
