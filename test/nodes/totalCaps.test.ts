@@ -85,6 +85,23 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
       assert.equal(capIdOf(flow.out.of("skipped")[0] as Msg), "one-each");
       if (store === "redis") await dropPrefix(redis, keyPrefix);
     });
+
+    it(`judges a burst in arrival order (${store}): 1,000 recipients' promo msg then plain msg in one tick, each promo msg takes its recipient's slot`, async () => {
+      const keyPrefix = uniquePrefix(`total-order-burst-${store}`);
+      // a budget of 10,000 in leased blocks: the burst empties the lease again and again, and each wait is a chance to overtake
+      const rules = [{ ...AD_TOTAL, per: [], max_count: 10_000, applies_to_categories: ["promo"] }, ONE_PER_RECIPIENT];
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: 1000 }, rules });
+      for (let i = 0; i < 1000; i++) {
+        flow.send({ recipient: `u${i}`, channel: "push", messageId: `A${i}`, category: "promo" });
+        flow.send({ recipient: `u${i}`, channel: "push", messageId: `B${i}` });
+      }
+      await flow.out.until(2000, 60_000);
+      assert.equal(flow.out.of("caught").length, 0);
+      const allowed = flow.out.of("allowed").map((m) => String(m.messageId));
+      assert.equal(allowed.filter((id) => id.startsWith("A")).length, 1000, `${allowed.filter((id) => id.startsWith("B")).length} plain msgs took the slot first`);
+      assert.ok(flow.out.of("skipped").every((m) => String(m.messageId).startsWith("B") && capIdOf(m) === "one-each"));
+      if (store === "redis") await dropPrefix(redis, keyPrefix);
+    });
   }
 
   it("a refund (release mode) gives the total slot back to the lease it came from", async () => {
