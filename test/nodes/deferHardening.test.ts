@@ -105,6 +105,28 @@ describe("deferral hardening (redis store)", function () {
     }
   });
 
+  it("a burst's holds whose answers come after their timeout are waited for: 500 deferred in one tick, each held once and released once, none to Catch", async () => {
+    const link = await SlowLink.open();
+    try {
+      const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: 5000, redisUrl: link.url }, gate: { deferMax: 600 }, rules: [rule("defer")] });
+      const firsts = Array.from({ length: 500 }, (_, r) => ({ recipient: `s${r}`, channel: "sms", messageId: `s${r}-a` }));
+      await burst(flow, firsts);
+      await flow.out.until(500, 10_000);
+      // the burst's holds go out in batches; from the first, Redis's answers reach the gate after the holds' 2 s timeout
+      link.stallRepliesFrom("late-hold-marker", 2500);
+      await burst(flow, firsts.map((m) => ({ ...m, messageId: m.messageId.replace(/-a$/, "-b"), payload: "late-hold-marker" })));
+      await flow.out.until(1000, 15_000);
+      await sleep(1000);
+      assert.deepEqual(flow.out.of("caught").map((m) => m.messageId), []);
+      const released = flow.out.of("deferred").map((m) => String(m.messageId));
+      assert.equal(released.length, 500);
+      assert.equal(new Set(released).size, 500, "none twice");
+    } finally {
+      await helper.unload();
+      await link.close();
+    }
+  });
+
   it("with hashRecipients, no key and no stored value holds the recipient (held, collapsed, released)", async () => {
     const address = "alice.hidden@example.com";
     const flow = await deployGateFlow({
