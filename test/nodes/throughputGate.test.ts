@@ -5,6 +5,7 @@ import { REDIS_URL, sleep, uniquePrefix } from "../support/redis";
 import { collectGarbage } from "../support/gc";
 import { SlowLink } from "../support/slowLink";
 import { SuiteStore } from "../support/suiteStore";
+import { useUserDir } from "../support/userDir";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
 
@@ -470,6 +471,79 @@ describe("throughput-gate", function () {
     helper.getNode("tp0")?.receive({ recipient: "r", channel: "sms", messageId: "y", tenant: "t1" });
     await out.until(2);
     assert.equal(admission(out.of("allowed")[0]).throughput_key, "default/t1");
+  });
+});
+
+/** Each msg gate `id` sends out of allowed, as it sends it (read at the gate, see sentAllowed): its messageId and reserved instant. */
+function sentInstants(id: string): { id: string; due?: number }[] {
+  const gate = helper.getNode(id) as unknown as { send(out: unknown): void };
+  const sent: { id: string; due?: number }[] = [];
+  const send = gate.send.bind(gate);
+  gate.send = (out) => {
+    const allowed = Array.isArray(out) ? (out[0] as Msg | null) : undefined;
+    if (allowed) {
+      const due = admission(allowed).release_at;
+      sent.push({ id: String(allowed.messageId), ...(due !== undefined ? { due: Date.parse(due) } : {}) });
+    }
+    send(out);
+  };
+  return sent;
+}
+
+describe("throughput-gate on the memory store across a redeploy (its state file in the user dir)", function () {
+  this.timeout(60_000);
+  useUserDir("tp-memory-redeploy");
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  /**
+   * `count` msgs held at `rate`/s, a redeploy while most still wait, then
+   * `count` more in one tick: the new deployment's store must know the
+   * instants the held msgs reserved, or it hands the new msgs the same ones
+   * and the ceiling passes twice its rate (it did: 105 in one second against
+   * 50/s, the old held msgs and the new ones side by side).
+   */
+  async function acrossRedeploy(count: number, rate: number, waitMs: number): Promise<void> {
+    const gate = { rate, burst: 1, maxWait: 600 };
+    const interval = 1000 / rate;
+    const keyPrefix = uniquePrefix("tp-memory-redeploy");
+    let flow = await deploy({ store: "memory", gate, keyPrefix });
+    const sent = sentInstants("tp0");
+    for (let i = 0; i < count; i++) flow.send({ messageId: `a${i}`, recipient: `r${i}` });
+    await sleep(waitMs);
+    await helper.unload();
+    const before = sent.length;
+    assert.ok(before < count / 2, `${before} of ${count} left before the redeploy: most must still be held`);
+    flow = await deploy({ store: "memory", gate, keyPrefix });
+    const sentAfter = sentInstants("tp0");
+    for (let i = 0; i < count; i++) flow.send({ messageId: `b${i}`, recipient: `s${i}` });
+    const started = Date.now();
+    while (sent.length + sentAfter.length < 2 * count && Date.now() - started < (2 * count * interval) + 10_000) await sleep(50);
+    await sleep(100);
+    const all = [...sent, ...sentAfter];
+    assert.equal(flow.out.of("caught").length, 0);
+    assert.equal(new Set(all.map((r) => r.id)).size, all.length, "none twice");
+    assert.equal(all.length, 2 * count, "none lost");
+    const heldA = all.filter((r) => r.id.startsWith("a") && r.due !== undefined).map((r) => r.due as number);
+    const lastA = Math.max(...heldA);
+    const newOnes = all.filter((r) => r.id.startsWith("b"));
+    // the first new msg does not pass at once: the ceiling is still busy with the held msgs' instants
+    assert.deepEqual(newOnes.filter((r) => r.due === undefined).map((r) => r.id), [], "a new msg passed at once beside the held ones");
+    const early = newOnes.filter((r) => (r.due as number) < lastA + interval - 1);
+    assert.deepEqual(early.slice(0, 3), [], `${early.length} new msgs were given instants among the held msgs' (last held instant ${lastA})`);
+    // and the instants of all the held msgs, old and new, stay T apart (less the rounding of release_at to whole ms)
+    const instants = all.flatMap((r) => (r.due !== undefined ? [r.due] : [])).sort((x, y) => x - y);
+    const close = instants.slice(1).filter((t, i) => t - (instants[i] as number) < interval - 1);
+    assert.equal(close.length, 0, `${close.length} instants closer than ${interval} ms`);
+  }
+
+  it("keeps the ceiling across a redeploy: 100 msgs held at 50/s, then 100 new ones reserve after the held msgs' instants, none lost or twice", async () => {
+    await acrossRedeploy(100, 50, 300);
+  });
+
+  it("keeps the ceiling across a redeploy in a burst: 2,000 msgs held at 1,000/s, then 2,000 more in one tick, each instant 1 ms apart", async () => {
+    await acrossRedeploy(2_000, 1_000, 300);
   });
 });
 

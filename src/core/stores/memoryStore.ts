@@ -28,6 +28,8 @@ export interface MemorySnapshot {
   marks: [string, Mark][];
   /** total caps' shared counters (absent in files written before total caps) */
   quotas?: [string, { expiresAt: number | null; fields: [string, string][] }][];
+  /** throughput ceilings' TATs, wall-clock µs (absent in files written before they were kept) */
+  ceilings?: [string, { tat: number; expiresAt: number }][];
 }
 
 const SWEEP_EVERY_MS = 60_000;
@@ -83,7 +85,12 @@ export class MemoryStore implements AdmissionStore {
   private readonly counters = new Map<string, CounterHash>();
   private readonly hashes = new Map<string, Map<string, string>>();
   private readonly marks = new Map<string, Mark>();
-  /** throughput ceilings: TAT in µs (not in the snapshot: it means nothing a few seconds later) */
+  /**
+   * throughput ceilings: TAT in wall-clock µs. Saved with the rest: a queue-mode
+   * ceiling's TAT lies as far ahead as its last reserved instant (up to maxWait),
+   * and the msgs held for those instants outlive a redeploy, so a store that
+   * forgot it would hand new msgs the same instants again.
+   */
   private readonly ceilings = new Map<string, { tat: number; expiresAt: number }>();
   /** total caps' counters: the fields of lua/quota.lua; expiresAt null = lifetime */
   private readonly quotas = new Map<string, { fields: Map<string, string>; expiresAt: number | null }>();
@@ -206,6 +213,7 @@ export class MemoryStore implements AdmissionStore {
       hashes: [...this.hashes].map(([key, fields]) => [key, [...fields]]),
       marks: [...this.marks],
       quotas: [...this.quotas].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
+      ceilings: [...this.ceilings].map(([key, c]) => [key, { tat: c.tat, expiresAt: c.expiresAt }]),
     };
   }
 
@@ -214,6 +222,7 @@ export class MemoryStore implements AdmissionStore {
     for (const [key, fields] of snapshot.hashes) this.hashes.set(key, new Map(fields));
     for (const [key, mark] of snapshot.marks) this.marks.set(key, mark);
     for (const [key, hash] of snapshot.quotas ?? []) this.quotas.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
+    for (const [key, c] of snapshot.ceilings ?? []) this.ceilings.set(key, { tat: c.tat, expiresAt: c.expiresAt });
     this.sweep();
   }
 
