@@ -3,6 +3,8 @@ import { MemoryStore, type MemorySnapshot } from "../../src/core/stores/memorySt
 import { gcraLimit } from "../../src/core/throughput/gcra";
 import { ceilingKey } from "../../src/core/throughput/throughputKeys";
 import type { ThroughputOutcome } from "../../src/core/stores/admissionStore";
+import { totalCounterKey } from "../../src/core/keys";
+import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
 
 /** A saved memory store read back as the next process (or deployment) reads it: through JSON. */
 function reloaded(store: MemoryStore, clock?: () => number): MemoryStore {
@@ -66,5 +68,44 @@ describe("memory store snapshot: throughput ceilings", () => {
     old.restore(withoutCeilings);
     assert.deepEqual((await reserve(old, 2)).map((o) => o.waitUs), [0, limit.emissionUs]);
     await Promise.all([before.close(), later.close(), old.close()]);
+  });
+});
+
+describe("memory store snapshot: total caps' spends given back", () => {
+  const LIFETIME: QuotaLimit = { max: 3, windowMs: 0, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
+  const call = async (store: MemoryStore, key: string, work: Partial<QuotaRequest>): Promise<QuotaOutcome> => {
+    const [r] = await store.quota([{ key, leaseId: "", leaseMs: 10_000, ...LIFETIME, spend: 0, record: 0, refunds: [], frees: [], keep: -1, want: 0, ...work }]);
+    if (r === undefined || r instanceof Error) throw r ?? new Error("no answer");
+    return r;
+  };
+
+  it("gives a spend back once, before and after the store is read back (a redeploy): the total never passes its max", async () => {
+    const key = totalCounterKey("snap", "acme", "ad-total", ["ad 1"]);
+    const before = new MemoryStore();
+    const spent = await call(before, key, { spend: 3 });
+    assert.equal(spent.accepted, 3);
+    const back = { bucket: spent.bucket, id: "a", atMs: spent.nowMs };
+    assert.deepEqual([(await call(before, key, { frees: [back] })).given, (await call(before, key, { spend: 1 })).accepted], ["1", 1]);
+    const after = reloaded(before);
+    const again = await call(after, key, { frees: [back] });
+    assert.deepEqual([again.given, again.used], ["0", 3], "the spend was given back before the redeploy: not again");
+    assert.equal((await call(after, key, { spend: 1 })).accepted, 0, "the total is full");
+    await Promise.all([before.close(), after.close()]);
+  });
+
+  it("keeps the given-back spends of a burst: 2,000 counters each given back once, none again after the store is read back", async () => {
+    const before = new MemoryStore();
+    const keys = Array.from({ length: 2_000 }, (_, i) => totalCounterKey("snap", "acme", "ad-total", [`ad ${i}`]));
+    const spends = await before.quota(keys.map((key) => ({ key, leaseId: "", leaseMs: 10_000, ...LIFETIME, spend: 3, record: 0, refunds: [], frees: [], keep: -1, want: 0 })));
+    const backs = spends.map((r, i) => {
+      if (r instanceof Error) throw r;
+      return { key: keys[i] as string, back: { bucket: r.bucket, id: `s${i}`, atMs: r.nowMs } };
+    });
+    const frees = (store: MemoryStore) => store.quota(backs.map(({ key, back }) => ({ key, leaseId: "", leaseMs: 10_000, ...LIFETIME, spend: 0, record: 0, refunds: [], frees: [back], keep: -1, want: 0 })));
+    assert.ok((await frees(before)).every((r) => !(r instanceof Error) && r.given === "1"));
+    const after = reloaded(before);
+    const twice = (await frees(after)).filter((r) => r instanceof Error || r.given !== "0");
+    assert.equal(twice.length, 0, `${twice.length} spends given back a second time`);
+    await Promise.all([before.close(), after.close()]);
   });
 });

@@ -5,7 +5,7 @@ import type {
 import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
-import { quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../totals/quotaStep";
+import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../totals/quotaStep";
 
 /** One counter entry: as lua/claim.lua packs it (ts, digest of the messageId, attempt token). */
 export type Entry = [ts: number, digest: number, token: number];
@@ -30,6 +30,8 @@ export interface MemorySnapshot {
   quotas?: [string, { expiresAt: number | null; fields: [string, string][] }][];
   /** throughput ceilings' TATs, wall-clock µs (absent in files written before they were kept) */
   ceilings?: [string, { tat: number; expiresAt: number }][];
+  /** total caps' spends given back (counter key -> [spend id, when spent]), as lua/quota.lua's sorted set keeps them (absent in older files) */
+  givenBacks?: [string, [string, number][]][];
 }
 
 const SWEEP_EVERY_MS = 60_000;
@@ -214,6 +216,7 @@ export class MemoryStore implements AdmissionStore {
       marks: [...this.marks],
       quotas: [...this.quotas].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
       ceilings: [...this.ceilings].map(([key, c]) => [key, { tat: c.tat, expiresAt: c.expiresAt }]),
+      givenBacks: [...this.givenBacks].map(([key, ids]) => [key, [...ids]]),
     };
   }
 
@@ -223,6 +226,7 @@ export class MemoryStore implements AdmissionStore {
     for (const [key, mark] of snapshot.marks) this.marks.set(key, mark);
     for (const [key, hash] of snapshot.quotas ?? []) this.quotas.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
     for (const [key, c] of snapshot.ceilings ?? []) this.ceilings.set(key, { tat: c.tat, expiresAt: c.expiresAt });
+    for (const [key, ids] of snapshot.givenBacks ?? []) this.givenBacks.set(key, new Map(ids));
     this.sweep();
   }
 
@@ -352,6 +356,11 @@ export class MemoryStore implements AdmissionStore {
     }
     for (const [key, quota] of this.quotas) {
       if (quota.expiresAt !== null && quota.expiresAt <= now) this.quotas.delete(key);
+    }
+    // as the sorted set's ZREMRANGEBYSCORE: ids older than the horizon can no longer be given back anyway
+    for (const [key, ids] of this.givenBacks) {
+      for (const [id, at] of ids) if (at < now - GIVE_BACK_HORIZON_MS) ids.delete(id);
+      if (ids.size === 0) this.givenBacks.delete(key);
     }
   }
 }
