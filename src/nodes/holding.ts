@@ -80,8 +80,8 @@ export async function holdOrExpire(
 
 /**
  * How late past its deferMax a held msg may still be released: the gates hold
- * a msg due by then at the latest (a jittered due time is pulled back to it),
- * so this only covers the poller's own lateness. A msg later than that (its
+ * a msg due by then at the latest (its jitter stays RELEASE_MARGIN_MS short of
+ * it), so this only covers the poller's own lateness. A msg later than that (its
  * gate ran nowhere meanwhile) leaves by skipped.
  */
 const DEADLINE_SLACK_MS = 60_000;

@@ -14,11 +14,13 @@ function windowAroundNow(): { start: string; end: string; endsAt: number } {
   return { start: hhmm(now - 120_000), end: hhmm(nextMinute(now)), endsAt: nextMinute(now) };
 }
 
-async function deployOn(gate: Record<string, unknown>, store: SuiteStore, keyPrefix = uniquePrefix("quiet")) {
+/** `twin`: a second gate beside it ("quietJ"), the same but for its jitter, into the same outputs */
+async function deployOn(gate: Record<string, unknown>, store: SuiteStore, keyPrefix = uniquePrefix("quiet"), twin?: { jitter: number }) {
   await helper.load([...gateNodes, quietHoursGate], [
     TAB,
     { id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix, rules: [] },
     flowNode({ id: "quiet", type: "quiet-hours-gate", config: "cfg", timezone: "UTC", jitter: 0, ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
+    ...(twin ? [flowNode({ id: "quietJ", type: "quiet-hours-gate", config: "cfg", timezone: "UTC", ...gate, jitter: twin.jitter, wires: [["allowed"], ["skipped"], ["deferred"]] })] : []),
     flowNode({ id: "allowed", type: "helper" }), flowNode({ id: "skipped", type: "helper" }), flowNode({ id: "deferred", type: "helper" }),
     flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }), flowNode({ id: "caught", type: "helper" }),
   ]);
@@ -40,10 +42,10 @@ describe(`quiet-hours-gate (window built around the current time, ${kind} store)
   const store = new SuiteStore(kind, { spread: false });
   store.hooks();
   const prefixes: string[] = [];
-  const deploy = (gate: Record<string, unknown>) => {
+  const deploy = (gate: Record<string, unknown>, twin?: { jitter: number }) => {
     const keyPrefix = uniquePrefix("quiet");
     prefixes.push(keyPrefix);
-    return deployOn(gate, store, keyPrefix);
+    return deployOn(gate, store, keyPrefix, twin);
   };
   before(() => helper.startServer());
   after(() => helper.stopServer());
@@ -89,16 +91,25 @@ describe(`quiet-hours-gate (window built around the current time, ${kind} store)
 
   it("holds a send until the window ends and releases it by deferred, not before", async () => {
     const w = windowAroundNow();
-    const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "defer" });
+    const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "defer" }, { jitter: 10 });
     helper.getNode("quiet")?.receive({ recipient: "r", channel: "sms", messageId: "night", payload: "good morning" });
     // 30 more recipients held at once, each released exactly once
     for (let i = 0; i < 30; i++) helper.getNode("quiet")?.receive({ recipient: `sleeper-${i}`, channel: "sms", messageId: `s${i}` });
+    // beside it, a burst held by a gate with 10 s of jitter, each msg expiring 2.5 s after the window's end: the jitter
+    // spreads them over the time they have, so each goes out in time (pulled back to its expiresAt, most left defer_expired)
+    const expiresAt = w.endsAt + 2_500;
+    for (let i = 0; i < 2_000; i++) helper.getNode("quietJ")?.receive({ recipient: `early-${i}`, channel: "sms", messageId: `j${i}`, expiresAt });
     await sleep(200);
     assert.equal(out.total(), 0, "held, not sent");
-    await out.until(31, 65_000);
+    await out.until(2_031, 65_000);
     await sleep(500);
-    assert.equal(out.of("deferred").length, 31, "each held msg released once");
-    assert.equal(new Set(out.of("deferred").map((m) => m.messageId)).size, 31);
+    const jittered = out.of("deferred").filter((m) => String(m.messageId).startsWith("j"));
+    const expired = out.of("skipped").filter((m) => String(m.messageId).startsWith("j"));
+    assert.deepEqual(expired.slice(0, 3).map((m) => [m.messageId, reasonOf(m)]), [], `${expired.length} of the jittered burst left as expired`);
+    assert.equal(new Set(jittered.map((m) => m.messageId)).size, 2_000, "each of the burst released once");
+    for (const m of jittered) assert.ok(Date.parse((m.admission as { release_at: string }).release_at) <= expiresAt, "released before its expiresAt");
+    assert.equal(out.of("deferred").length - jittered.length, 31, "each held msg released once");
+    assert.equal(new Set(out.of("deferred").map((m) => m.messageId)).size, 2_031);
     const released = out.of("deferred").find((m) => m.messageId === "night");
     assert.ok(Date.now() >= w.endsAt, "not released before the window's end");
     assert.equal(released?.payload, "good morning");

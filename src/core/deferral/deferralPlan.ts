@@ -21,14 +21,24 @@ export function deferralDeadline(limits: DeferralLimits): number {
 }
 
 /**
+ * How much of the span between a msg's due time and its deadline the jitter
+ * leaves free: the poller takes a due msg a little after its time (it wakes
+ * every few ms, later under load), and a msg taken after its expiresAt leaves
+ * by skipped. A jittered time pulled back to the deadline itself was taken
+ * just past it, and most of a burst with a near expiresAt left as
+ * defer_expired when it could have gone out.
+ */
+export const RELEASE_MARGIN_MS = 1_000;
+
+/**
  * Hold until `dueAt` (plus `jitterMs` spread, so held demand does not fire at
  * one instant), unless that is past the deadline: then the msg can never be
- * admitted in time and leaves by skipped with defer_expired. A jittered time
- * past the deadline is pulled back to it.
+ * admitted in time and leaves by skipped with defer_expired. The spread stays
+ * RELEASE_MARGIN_MS short of the deadline (none when the deadline is closer).
  */
 export function planDeferral(dueAt: number | null, jitterMs: number, limits: DeferralLimits, random: () => number = Math.random): DeferralPlan {
   const deadline = deferralDeadline(limits);
   if (dueAt === null || dueAt > deadline) return { kind: "expired", deadline };
-  const jittered = dueAt + Math.floor(random() * Math.max(0, jitterMs));
-  return { kind: "defer", dueAt: Math.min(jittered, deadline), firstDeferredAt: limits.firstDeferredAt ?? limits.now, deadline };
+  const spread = Math.min(Math.max(0, jitterMs), Math.max(0, deadline - RELEASE_MARGIN_MS - dueAt));
+  return { kind: "defer", dueAt: dueAt + Math.floor(random() * spread), firstDeferredAt: limits.firstDeferredAt ?? limits.now, deadline };
 }
