@@ -1,4 +1,5 @@
 import type { Node, NodeAPI, NodeMessage } from "node-red";
+import { fallbackMessageId } from "../core/fallbackMessageId";
 import type { RawSend } from "../core/send";
 
 /** The §2 fields a gate reads, each a TypedInput pair `<field>` / `<field>Type` (SPEC §11). */
@@ -100,8 +101,17 @@ export class SendReader {
       }
     }
     const send = raw as unknown as RawGateInput;
-    return pending ? Promise.all(pending).then(() => send) : send;
+    return pending ? Promise.all(pending).then(() => withFallbackId(send, msg)) : withFallbackId(send, msg);
   }
+}
+
+/** A msg that names no messageId falls back to its _msgid made its own (fallbackMessageId); one that names one needs no digest. */
+function withFallbackId(send: RawGateInput, msg: NodeMessage): RawGateInput {
+  if (send.messageId === undefined || send.messageId === null) {
+    const { payload, topic } = msg as NodeMessage & { topic?: unknown };
+    send.fallbackMessageId = fallbackMessageId(send.fallbackMessageId, { payload, topic, channel: send.channel });
+  }
+  return send;
 }
 
 /**
