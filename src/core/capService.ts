@@ -283,7 +283,7 @@ export class CapService {
    * (a refusal later in the chain, or release mode); claims that are not this
    * msg's own are refused, untouched.
    */
-  release(claims: readonly AdmissionClaim[], of: { recipient: string; org?: string }): Promise<{ given: number; refused: AdmissionClaim[] }> {
+  release(claims: readonly AdmissionClaim[], of: { recipient: string; org?: string }): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
     return releaseClaims(this.access, this.releases, claims, {
       keyPrefix: this.settings.keyPrefix,
       org: of.org ?? this.settings.defaultOrg,

@@ -53,10 +53,11 @@ export interface TotalRelease {
 
 /**
  * Gives back the claims one cap-config's store holds for a msg, each in its
- * own batched release. Returns how many entries were still held, and the
- * claims refused as not this msg's (the caller warns about them).
+ * own batched release. Returns how many entries were still held, how many of
+ * the claims gave anything back (a claim released before gives nothing), and
+ * the claims refused as not this msg's (the caller warns about them).
  */
-export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; refused: AdmissionClaim[] }> {
+export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
   const requests: ReleaseRequest[] = [];
   const totals: TotalSpend[] = [];
@@ -70,5 +71,6 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
     Promise.all(requests.map((request) => access.submit(lane, request))),
     Promise.all(totals.map(refundTotal)),
   ]);
-  return { given: given.reduce((sum, n) => sum + n, 0) + totalGiven.filter(Boolean).length, refused };
+  const totalsGiven = totalGiven.filter(Boolean).length;
+  return { given: given.reduce((sum, n) => sum + n, 0) + totalsGiven, claimsGiven: given.filter((n) => n > 0).length + totalsGiven, refused };
 }

@@ -10,7 +10,8 @@ export interface ClaimHolder {
 
 /**
  * Gives back every claim earlier gates recorded on a msg, each in the store of
- * the cap-config that made it. Returns the claims that could not be given back
+ * the cap-config that made it. Returns how many claims gave something back
+ * (the trail's `refunded`), and the claims that could not be given back
  * (their config is gone or its store failed): they stay on the msg, since they
  * are still held. Claims that are not this msg's own (copied or rewritten in
  * the flow) are dropped with a warning, never executed.
@@ -35,8 +36,9 @@ export async function refundClaims(RED: NodeAPI, node: Node, claims: readonly Ad
       continue;
     }
     try {
-      const { refused } = await service.release(own, holder);
-      refunded += own.length - refused.length;
+      // what the store gave back: a claim given back before (a msg released twice, or its copy) counts nothing
+      const { claimsGiven, refused } = await service.release(own, holder);
+      refunded += claimsGiven;
       if (refused.length > 0) {
         node.warn(`ignored ${refused.length} claim(s) on msg.admission.claims that are not this msg's own in cap-config ${configId} (another recipient's keys, or not written by this package): ${JSON.stringify(refused[0])?.slice(0, 200)}`);
       }

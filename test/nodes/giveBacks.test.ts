@@ -20,6 +20,26 @@ describe("give-backs touch only what the msg itself took", function () {
   after(() => helper.stopServer());
   afterEach(() => helper.unload());
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`says in the trail what was given back, not what was asked (${store}): a msg released twice refunds 1, then 0; a burst of 1,000 released twice in one tick, 1,000 in all`, async () => {
+      const chain = await deployChain({ store, keyPrefix: uniquePrefix("refunded"), rules: ONE_A_DAY, config: { timeoutMs: 1000 } });
+      const refundedOf = (m: Msg | undefined): number | undefined => (m?.admission as { trail: { refunded?: number }[] } | undefined)?.trail.at(-1)?.refunded;
+      await push(chain, "capA", { recipient: "r", channel: "sms", messageId: "A" });
+      const sent = chain.out.of("sent")[0] as Msg;
+      await push(chain, "release", structuredClone(sent));
+      await push(chain, "release", structuredClone(sent));
+      assert.deepEqual(chain.out.of("released").map(refundedOf), [1, 0], "the second release found nothing left to give back");
+      for (let i = 0; i < 1_000; i++) chain.node("capA").receive({ recipient: `b${i}`, channel: "sms", messageId: `b${i}` });
+      await chain.out.until(1 + 2 + 1_000, 20_000);
+      const burst = chain.out.of("sent").slice(1);
+      assert.equal(burst.length, 1_000);
+      for (const m of [...burst, ...burst]) chain.node("release").receive(structuredClone(m));
+      await chain.out.until(1 + 2 + 1_000 + 2_000, 20_000);
+      const refunds = chain.out.of("released").slice(2).map((m) => refundedOf(m) ?? 0);
+      assert.equal(refunds.reduce((a, b) => a + b, 0), 1_000, "each slot given back once, and said once");
+    });
+  }
+
   it("a timed-out retry, released, does not free the slot its first attempt holds", async () => {
     const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
     await own.start();
