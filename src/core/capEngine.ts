@@ -99,6 +99,12 @@ export class CapEngine {
   private readonly releases: Lane<ReleaseRequest, number>;
   /** this cap-config's leases on total caps' shared counters */
   readonly totals: TotalLeases;
+  /**
+   * Per recipient counter hash: settles once the last send of that recipient
+   * that waits (for a total cap's slot) has sent its own claim, or was
+   * refused. The recipient's later sends claim after it, in arrival order.
+   */
+  private readonly ownTurns = new Map<string, Promise<void>>();
 
   constructor(private readonly options: CapEngineOptions) {
     this.totals = new TotalLeases({ access: options.access, leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS });
@@ -231,7 +237,9 @@ export class CapEngine {
   private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
     const caps = this.capsFor(send, rules);
     if (caps.some(isTotal)) return this.claimWithTotals(send, caps);
-    return this.claimCounters(send, caps);
+    // an earlier send of this recipient waits for a total cap's slot: this one claims after it
+    const behind = this.ownTurns.size === 0 || caps.length === 0 ? undefined : this.ownTurns.get((caps[0] as ApplicableCap).key);
+    return behind ? behind.then(() => this.claimCounters(send, caps)) : this.claimCounters(send, caps);
   }
 
   /** The recipient's own caps: one atomic claim in its counter hash. */
@@ -305,11 +313,40 @@ export class CapEngine {
       break;
     }
     const slots = totals.map((cap) => this.totals.reserve(cap.key, quotaOf(cap)));
-    // A slot to wait for (a lease to fetch): the recipient's own claim goes now, in arrival order, not behind the wait,
-    // where a later msg of this recipient with no total cap would claim first and take its slot. Refused by a total,
-    // the send gives that claim back.
-    const early = own.length > 0 && slots.some((slot) => slot !== true) ? this.claimCounters(send, own) : undefined;
-    early?.catch(() => undefined);
+    // A slot to wait for (a lease to fetch), or a send of this recipient before it still waiting: the recipient's later
+    // sends wait behind this one (its turn), so none claims the recipient's slot first, and this one claims its own caps
+    // only once its totals admitted it: a send the totals refuse never holds a slot another send was refused for.
+    const key = own.length > 0 ? (own[0] as ApplicableCap).key : undefined;
+    const turn = key !== undefined && (slots.some((slot) => slot !== true) || this.ownTurns.has(key)) ? this.takeTurn(key) : undefined;
+    try {
+      if (turn?.behind) await turn.behind;
+      return await this.claimTotalsThenOwn(send, own, totals, slots, turn);
+    } finally {
+      turn?.done();
+    }
+  }
+
+  /** Waits its turn behind the recipient's sends before it (ownTurns); `done` lets the sends after it go (called once its own claim is sent, or it was refused). */
+  private takeTurn(key: string): { behind: Promise<void> | undefined; done: () => void } {
+    const behind = this.ownTurns.get(key);
+    let release = (): void => undefined;
+    const mine = new Promise<void>((resolve) => { release = resolve; });
+    this.ownTurns.set(key, mine);
+    let done = false;
+    return {
+      behind,
+      done: () => {
+        if (done) return;
+        done = true;
+        release();
+        if (this.ownTurns.get(key) === mine) this.ownTurns.delete(key);
+      },
+    };
+  }
+
+  private async claimTotalsThenOwn(
+    send: Send, own: ApplicableCap[], totals: ApplicableCap[], slots: ReturnType<TotalLeases["reserve"]>[], turn: { done: () => void } | undefined,
+  ): Promise<CapDecision> {
     const reserved: ApplicableCap[] = [];
     let shadowTotals: ShadowRefusal[] | undefined;
     let refusal: CapDecision | undefined;
@@ -326,13 +363,15 @@ export class CapEngine {
     }
     if (refusal) {
       this.cancel(reserved);
-      if (early) await this.giveBackEarly(early);
       return refusal;
     }
-    if (failure) return this.totalsFailed(send, failure, reserved, early);
+    if (failure) return this.totalsFailed(send, own, failure, reserved, turn);
     let decision: CapDecision | undefined;
     try {
-      decision = own.length === 0 ? undefined : await (early ?? this.claimCounters(send, own));
+      const claimed = own.length === 0 ? undefined : this.claimCounters(send, own);
+      // sent: the recipient's next send may claim now, after this one
+      turn?.done();
+      decision = await claimed;
     } catch (closed) {
       // fail mode closed: the msg goes to Catch, so the total slots it reserved go back
       this.cancel(reserved);
@@ -390,28 +429,18 @@ export class CapEngine {
 
   /**
    * A total cap's slot could not be had (the store failed): nothing of the
-   * totals is kept. Open, the msg leaves with the own claim it made early (on
-   * the msg, to be given back), unless that refused it; closed, that claim
-   * goes back and access.failed throws, for Catch.
+   * totals is kept. Open, the recipient's own caps are still claimed (they
+   * may refuse the msg); the msg leaves with that claim on it, to be given
+   * back. Closed, nothing is claimed and access.failed throws, for Catch.
    */
-  private async totalsFailed(send: Send, failure: StoreUnavailableError, reserved: ApplicableCap[], early: Promise<CapDecision> | undefined): Promise<CapDecision> {
+  private async totalsFailed(send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined): Promise<CapDecision> {
     this.cancel(reserved);
-    const own = early ? await early.catch(() => undefined) : undefined;
-    if (own?.kind === "capped") return own;
-    if (own && this.options.access.failMode === "closed") await this.releaseOwn(own).catch(() => undefined);
-    const error = this.options.access.failed(send.org, send.channel, failure);
-    if (own?.kind === "allowed") return { kind: "fail_open", error, caps: own.caps, attempt: own.attempt };
-    if (own?.kind === "fail_open") return own;
-    return { kind: "fail_open", error };
-  }
-
-  /** An own claim made while a total slot was awaited, for a send the totals did not admit: given back once answered. */
-  private async giveBackEarly(early: Promise<CapDecision>): Promise<void> {
-    try {
-      await this.releaseOwn(await early);
-    } catch {
-      // fail mode closed and the store failed: nothing was taken that the send keeps
-    }
+    if (own.length === 0 || this.options.access.failMode === "closed") return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure) };
+    const claimed = this.claimCounters(send, own);
+    turn?.done();
+    const decision = await claimed;
+    if (decision.kind !== "allowed") return decision;
+    return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure), caps: decision.caps, attempt: decision.attempt };
   }
 
   /** Gives back the recipient's own slots of a claim a total cap refused after all (an admitted one, or one that timed out and may have landed). */

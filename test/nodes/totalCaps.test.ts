@@ -104,6 +104,43 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     });
   }
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`a send its total refuses holds no slot its recipient's next send is refused for (${store}): ad X's budget used up, then X and Y to one user in one tick, Y goes`, async () => {
+      const keyPrefix = uniquePrefix(`total-false-${store}`);
+      const rules = [{ ...AD_TOTAL, max_count: 1, match: { ad_id: ["X"] } }, ONE_PER_RECIPIENT];
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: 1000 }, rules });
+      flow.send({ recipient: "u0", channel: "push", messageId: "spent", attributes: { ad_id: "X" } });
+      await flow.out.until(1, 10_000);
+      flow.send({ recipient: "u1", channel: "push", messageId: "x1", attributes: { ad_id: "X" } });
+      flow.send({ recipient: "u1", channel: "push", messageId: "y1", attributes: { ad_id: "Y" } });
+      await flow.out.until(3, 10_000);
+      assert.deepEqual(flow.out.sequence.map(({ id, msg }) => `${String(msg.messageId)}:${id}:${String(capIdOf(msg) ?? "")}`), ["spent:allowed:", "x1:skipped:ad-total", "y1:allowed:"]);
+      if (store === "redis") await dropPrefix(redis, keyPrefix);
+    });
+
+    it(`in a burst too (${store}): 1,000 users each sent the spent ad X then ad Y in one tick, every Y goes, every X is refused by the total`, async () => {
+      const keyPrefix = uniquePrefix(`total-false-burst-${store}`);
+      const rules = [{ ...AD_TOTAL, max_count: 1, match: { ad_id: ["X"] } }, ONE_PER_RECIPIENT];
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: 1000 }, rules });
+      flow.send({ recipient: "u-first", channel: "push", messageId: "spent", attributes: { ad_id: "X" } });
+      await flow.out.until(1, 10_000);
+      for (let i = 0; i < 1000; i++) {
+        flow.send({ recipient: `u${i}`, channel: "push", messageId: `x${i}`, attributes: { ad_id: "X" } });
+        flow.send({ recipient: `u${i}`, channel: "push", messageId: `y${i}`, attributes: { ad_id: "Y" } });
+      }
+      await flow.out.until(2001, 60_000);
+      assert.equal(flow.out.of("caught").length, 0);
+      const allowedY = flow.out.of("allowed").filter((m) => String(m.messageId).startsWith("y")).length;
+      assert.equal(allowedY, 1000, `${1000 - allowedY} sends of ad Y refused for a slot a refused ad X send held`);
+      assert.ok(flow.out.of("skipped").every((m) => String(m.messageId).startsWith("x") && capIdOf(m) === "ad-total"));
+      // each recipient's own slot is held by its Y: none is left free for a second send
+      flow.send({ recipient: "u7", channel: "push", messageId: "again", attributes: { ad_id: "Z" } });
+      await flow.out.until(2002, 10_000);
+      assert.equal(capIdOf(flow.out.of("skipped").at(-1) as Msg), "one-each");
+      if (store === "redis") await dropPrefix(redis, keyPrefix);
+    });
+  }
+
   it("a refund (release mode) gives the total slot back to the lease it came from", async () => {
     const keyPrefix = uniquePrefix("total-refund");
     const rules = [{ ...AD_TOTAL, max_count: 2 }];
