@@ -363,7 +363,9 @@ export class CapEngine {
     }
     if (refusal) {
       this.cancel(reserved);
-      return refusal;
+      // nothing of the recipient's is claimed: its next send may go
+      turn?.done();
+      return this.withOwnBlocking(own, refusal);
     }
     if (failure) return this.totalsFailed(send, own, failure, reserved, turn);
     let decision: CapDecision | undefined;
@@ -425,6 +427,29 @@ export class CapEngine {
 
   private cancel(reserved: readonly ApplicableCap[]): void {
     for (const cap of reserved) this.totals.cancel(cap.key);
+  }
+
+  /**
+   * A send a total cap refused: its own caps, read (not claimed), join the
+   * refusal's blocking caps, so retry_after_seconds is the wait until every
+   * cap that blocks it frees (SPEC §3), as check mode answers; a retry or a
+   * deferral at the total's time alone would be refused again. Unread (the
+   * store failed), the total's answer stands.
+   */
+  private async withOwnBlocking(own: readonly ApplicableCap[], refusal: CapDecision): Promise<CapDecision> {
+    const enforced = own.filter((c) => !isShadow(c.rule));
+    if (refusal.kind !== "capped" || enforced.length === 0) return refusal;
+    const readings = await this.options.access.submit(this.checks, { key: (enforced[0] as ApplicableCap).key, counters: enforced }).catch(() => undefined);
+    if (!readings) return refusal;
+    const blocking = [...refusal.blocking];
+    readings.forEach((reading, i) => {
+      const cap = enforced[i] as ApplicableCap;
+      if (reading.full) blocking.push({ rule: cap.rule, max: cap.max, count: reading.count, retryAfterMs: cap.max <= 0 ? null : reading.retryAfterMs });
+    });
+    if (blocking.length === refusal.blocking.length) return refusal;
+    // the longest wait first: it names the cap that binds, and frees every other on the way
+    blocking.sort((a, b) => rank(b.retryAfterMs) - rank(a.retryAfterMs));
+    return { kind: "capped", blocking, retryAfterMs: (blocking[0] as BlockingCap).retryAfterMs };
   }
 
   /**

@@ -141,6 +141,29 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     });
   }
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`a send refused by a total and its recipient's cap waits for both (${store}): retry_after is the longer wait, the recipient's day, not the total's hour`, async () => {
+      const keyPrefix = uniquePrefix(`total-retry-${store}`);
+      const rules = [{ ...AD_TOTAL, max_count: 1000, window_seconds: 3600, window_type: "rolling" }, { id: "two-a-day", scope: "global", max_count: 2, window_seconds: 86_400 }];
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: 1000 }, rules });
+      // 500 users' first two sends use up the total (1,000) and each user's day; then each user's third, all in one tick
+      for (const n of [1, 2]) for (let i = 0; i < 500; i++) flow.send({ recipient: `u${i}`, channel: "push", messageId: `m${n}-${i}`, attributes: { ad_id: "ad-1" } });
+      for (let i = 0; i < 500; i++) flow.send({ recipient: `u${i}`, channel: "push", messageId: `m3-${i}`, attributes: { ad_id: "ad-1" } });
+      await flow.out.until(1500, 60_000);
+      assert.equal(flow.out.of("caught").length, 0);
+      assert.equal(flow.out.of("allowed").length, 1000);
+      const third = flow.out.of("skipped");
+      assert.equal(third.length, 500);
+      for (const m of third) {
+        const a = m.admission as { cap_id: string; blocking_cap_ids: string[]; retry_after_seconds: number };
+        assert.equal(a.cap_id, "two-a-day", "the longer wait binds");
+        assert.deepEqual([...a.blocking_cap_ids].sort(), ["ad-total", "two-a-day"]);
+        assert.ok(a.retry_after_seconds > 80_000, `retry_after ${a.retry_after_seconds} s: the total's hour, not the recipient's day`);
+      }
+      if (store === "redis") await dropPrefix(redis, keyPrefix);
+    });
+  }
+
   it("a refund (release mode) gives the total slot back to the lease it came from", async () => {
     const keyPrefix = uniquePrefix("total-refund");
     const rules = [{ ...AD_TOTAL, max_count: 2 }];
