@@ -63,6 +63,17 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual(reasons(chain.out.of("skipped")), ["opted_out", "frequency_capped"]);
     });
 
+    it("an opt-out control msg holds for every msg after it in the same tick: 2,000 sends to the recipient behind it, none passes", async () => {
+      const chain = await deployChain({ store, keyPrefix, rules: [], duplicateWindow: 0 });
+      chain.node("sup").receive({ topic: "suppress", recipient: "victim", channel: "sms", reason: "STOP" });
+      for (let i = 0; i < 2_000; i++) chain.node("sup").receive({ recipient: "victim", channel: "sms", messageId: `v${i}`, payload: `x${i}` });
+      await chain.out.until(2_000, 20_000);
+      const passed = chain.out.of("sent").map((m) => String(m.messageId));
+      assert.deepEqual(passed.slice(0, 3), [], `${passed.length} sends after the opt-out passed (its write went out behind their checks)`);
+      assert.ok(chain.out.of("skipped").every((m) => admissionOf(m).reason === "opted_out"));
+      assert.equal(chain.out.of("caught").length, 0);
+    });
+
     it("lets '*' cover every channel while a channel entry covers only its channel", async () => {
       const chain = await deployChain({ store, keyPrefix, rules: [] });
       chain.node("sup").receive({ topic: "suppress", recipient: "all-out" });

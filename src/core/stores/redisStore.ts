@@ -349,7 +349,9 @@ export class RedisStore implements AdmissionStore {
    * block-list write still in flight).
    */
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
-    await this.usable();
+    // no await when connected: the write goes out before this tick ends, ahead of the checks of msgs that came after it
+    const connecting = this.whenUsable();
+    if (connecting) await connecting;
     for (let from = 0; from < writes.length; from += WRITE_SLICE) {
       const slice = writes.slice(from, from + WRITE_SLICE);
       await Promise.all(slice.map((w) => w.entry === undefined
@@ -362,7 +364,8 @@ export class RedisStore implements AdmissionStore {
   }
 
   async listSuppressions(indexKey: string, cursor: string, count: number): Promise<{ cursor: string; entries: string[] }> {
-    await this.usable();
+    const connecting = this.whenUsable();
+    if (connecting) await connecting;
     const [next, flat] = await this.client.hscan(indexKey, cursor, "COUNT", count);
     return { cursor: next, entries: flat.filter((_, i) => i % 2 === 1) };
   }
