@@ -65,10 +65,12 @@ for (const kind of STORE_KINDS) {
 
     it("an opt-out control msg holds for every msg after it in the same tick: 2,000 sends to the recipient behind it, none passes", async () => {
       const chain = await deployChain({ store, keyPrefix, rules: [], duplicateWindow: 0 });
+      // the store connected and answering (a msg passed), as it is for a flow that has run a while
+      await push(chain, "sup", { recipient: "someone", channel: "sms", messageId: "warm", payload: "hi" });
       chain.node("sup").receive({ topic: "suppress", recipient: "victim", channel: "sms", reason: "STOP" });
       for (let i = 0; i < 2_000; i++) chain.node("sup").receive({ recipient: "victim", channel: "sms", messageId: `v${i}`, payload: `x${i}` });
-      await chain.out.until(2_000, 20_000);
-      const passed = chain.out.of("sent").map((m) => String(m.messageId));
+      await chain.out.until(2_001, 20_000);
+      const passed = chain.out.of("sent").map((m) => String(m.messageId)).filter((id) => id !== "warm");
       assert.deepEqual(passed.slice(0, 3), [], `${passed.length} sends after the opt-out passed (its write went out behind their checks)`);
       assert.ok(chain.out.of("skipped").every((m) => admissionOf(m).reason === "opted_out"));
       assert.equal(chain.out.of("caught").length, 0);
