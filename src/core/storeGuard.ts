@@ -40,6 +40,11 @@ export class CircuitBreaker {
     return this.probing || now >= this.openUntil ? "half_open" : "open";
   }
 
+  /** The half-open probe is out: until it settles, callers that can wait should (it alone decides the circuit). */
+  get probeInFlight(): boolean {
+    return this.probing;
+  }
+
   /** The store says it is connected again: the next call need not wait out the cool-down. */
   reset(): void {
     this.consecutiveFaults = 0;

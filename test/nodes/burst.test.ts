@@ -230,6 +230,41 @@ describe("the circuit breaker counts only store faults", function () {
     assert.equal(reasonOf(allowed), undefined, "a real verdict, not circuit_open");
   });
 
+  it("a burst that meets a half-open circuit waits for its probe: Redis healthy again after a stall, 2,000 msgs judged exactly, none circuit_open", async () => {
+    const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
+    await own.start();
+    const admin = new Redis(own.url);
+    try {
+      const flow = await deployGateFlow({
+        store: "redis", config: { redisUrl: own.url, timeoutMs: 50, keyPrefix: uniquePrefix("half-open") },
+        rules: ONE_PER_TEN_MINUTES,
+      });
+      flow.send({ recipient: "warm", channel: "sms", messageId: "w" });
+      await flow.out.until(1);
+      // a stall opens the circuit (three timed-out calls); no reconnect follows, so it stays half-open until a call
+      const stalled = admin.debug("SLEEP", "0.3");
+      await sleep(20);
+      for (let i = 0; i < 5; i++) {
+        flow.send({ recipient: `s${i}`, channel: "sms", messageId: `s${i}` });
+        await flow.out.until(2 + i, 2000);
+      }
+      await stalled;
+      await sleep(1200);
+      assert.equal(await admin.ping(), "PONG");
+      for (let i = 0; i < 2_000; i++) flow.send({ recipient: `b${i % 1000}`, channel: "sms", messageId: `b${i}` });
+      await flow.out.until(6 + 2_000, 20_000);
+      const burst = [...flow.out.of("allowed"), ...flow.out.of("skipped")].filter((m) => String(m.messageId).startsWith("b"));
+      const failed = burst.filter((m) => reasonOf(m) === "fail_open" || reasonOf(m) === "circuit_open");
+      assert.equal(failed.length, 0, `${failed.length} of the burst failed open against a healthy store`);
+      assert.equal(flow.out.of("allowed").filter((m) => String(m.messageId).startsWith("b")).length, 1000);
+      assert.equal(flow.out.of("skipped").filter((m) => String(m.messageId).startsWith("b")).length, 1000);
+    } finally {
+      admin.disconnect();
+      await own.stop();
+      own.cleanUp();
+    }
+  });
+
   it("a stalled Redis (DEBUG SLEEP) still times calls out and fails open", async () => {
     const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
     await own.start();

@@ -172,7 +172,10 @@ export class SendQueue implements Backlog {
   }
 
   private flush(): void {
-    while (this.inFlight < this.options.maxInFlight && this.head < this.waiting.length) {
+    // while the half-open probe is out, the batches wait for its answer instead of failing circuit_open: their
+    // timeouts have not begun, and a healthy store (the probe answered) takes them all (a burst behind a probe
+    // failed all but its first batch while Redis answered PING in 1 ms)
+    while (this.inFlight < this.options.maxInFlight && this.head < this.waiting.length && !this.options.breaker.probeInFlight) {
       const end = Math.min(this.waiting.length, this.head + this.batchLimit);
       const batch = this.waiting.slice(this.head, end);
       this.head = end;
@@ -219,6 +222,11 @@ export class SendQueue implements Backlog {
     try {
       isProbe = this.options.breaker.admit();
     } catch (err) {
+      if (this.options.breaker.probeInFlight) {
+        // another lane of this batch went out as the probe: this one waits for its answer, first in line
+        this.waiting.splice(this.head, 0, ...group);
+        return;
+      }
       for (const w of group) this.answer(w, asStoreFailure(err));
       return;
     }
