@@ -107,7 +107,8 @@ export class SendReader {
 
 /** A msg that names no messageId falls back to its _msgid made its own (fallbackMessageId); one that names one needs no digest. */
 function withFallbackId(send: RawGateInput, msg: NodeMessage): RawGateInput {
-  if (send.messageId === undefined || send.messageId === null) {
+  // absent as parseSend reads it: undefined, null or ""
+  if (send.messageId === undefined || send.messageId === null || send.messageId === "") {
     const { payload, topic } = msg as NodeMessage & { topic?: unknown };
     send.fallbackMessageId = fallbackMessageId(send.fallbackMessageId, { payload, topic, channel: send.channel });
   }

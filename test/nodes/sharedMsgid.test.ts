@@ -52,6 +52,15 @@ describe("msgs that share one _msgid (a function node's array) and name no messa
       assert.deepEqual(out.of("skipped").map((m) => m.payload), ["notification 2", "notification 3"]);
     });
 
+    it(`are each a send of their own with an empty messageId too (${store}): a flow that copies a blank field into msg.messageId`, async () => {
+      const { out, go } = await deploy(store, prefix("msgid-blank"),
+        "const m = (n) => ({ recipient: 'u1', channel: 'sms', messageId: '', payload: 'notification ' + n });\nreturn [[m(1), m(2), m(3)]];", {});
+      go();
+      await out.until(3);
+      assert.deepEqual(out.of("allowed").map((m) => m.payload), ["notification 1"]);
+      assert.deepEqual(out.of("skipped").map((m) => m.payload), ["notification 2", "notification 3"]);
+    });
+
     it(`are capped exactly in a burst (${store}): one send() of 2,000 msgs, 1,000 recipients with two notifications each, 1,000 pass`, async () => {
       const { out, go } = await deploy(store, prefix("msgid-burst"),
         "const out = [];\nfor (let i = 0; i < 2000; i++) out.push({ recipient: 'u' + (i % 1000), channel: 'sms', payload: { n: i } });\nreturn [out];", {});
