@@ -133,6 +133,24 @@ describe("core/sendQueue against a real Redis", function () {
     await q.store.close();
   });
 
+  it("holds a half-open circuit's other batches, and the other lanes of the probe's own batch, for the probe's answer: a healthy store takes them all", async () => {
+    const q = await open({ timeoutMs: 2000 });
+    const other = q.access.lane<ClaimRequest, ClaimOutcome>("other", (s, items) => s.claim(items));
+    const prefix = uniquePrefix("sq-probe");
+    // three timed-out calls open the circuit; after its cool-down the next call is the probe
+    for (let i = 0; i < 3; i++) q.access.breaker.settle(false, new StoreUnavailableError("timeout", "store did not answer"));
+    await sleep(1100);
+    assert.equal(q.access.breaker.state(), "half_open");
+    // one tick, two lanes interleaved: the first batch carries both, and only one of its calls can be the probe
+    const settled = await Promise.allSettled(Array.from({ length: 600 }, (_, i) => q.access.submit(i % 2 === 0 ? q.lane : other, {
+      key: `${prefix}:{o|r${i}}:c`, member: `m${i}`, token: 1, counters: CAP,
+    })));
+    const failed = settled.filter((r) => r.status === "rejected").map((r) => ((r as PromiseRejectedResult).reason as StoreUnavailableError).kind);
+    assert.deepEqual(failed.slice(0, 3), [], `${failed.length} of 600 failed beside the probe`);
+    assert.equal(q.access.breaker.state(), "closed");
+    await q.store.close();
+  });
+
   it("refuses bounded work past maxQueued as overloaded, warns once per episode, and takes new work once drained", async () => {
     const q = await open({ maxQueued: 100, timeoutMs: 2000 });
     const settled = await Promise.allSettled(Array.from({ length: 300 }, (_, i) => q.claim(i)));
