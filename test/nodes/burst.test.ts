@@ -48,6 +48,29 @@ function assertExact(flow: GateFlow, recipients = RECIPIENTS): void {
   });
 }
 
+/**
+ * A Redis of the test's own that DEBUG SLEEP can stall, a gate on it (timeoutMs 50) that has answered one msg,
+ * and an admin client; the server is stopped afterwards.
+ */
+async function withStallableRedis(label: string, run: (flow: GateFlow, admin: Redis) => Promise<void>): Promise<void> {
+  const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
+  await own.start();
+  const admin = new Redis(own.url);
+  try {
+    const flow = await deployGateFlow({
+      store: "redis", config: { redisUrl: own.url, timeoutMs: 50, keyPrefix: uniquePrefix(label) },
+      rules: ONE_PER_TEN_MINUTES,
+    });
+    flow.send({ recipient: "warm", channel: "sms", messageId: "w" });
+    await flow.out.until(1);
+    await run(flow, admin);
+  } finally {
+    admin.disconnect();
+    await own.stop();
+    own.cleanUp();
+  }
+}
+
 describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
   this.timeout(120_000);
   const redis = helperSuiteWithRedis();
@@ -231,16 +254,7 @@ describe("the circuit breaker counts only store faults", function () {
   });
 
   it("a burst that meets a half-open circuit waits for its probe: Redis healthy again after a stall, 2,000 msgs judged exactly, none circuit_open", async () => {
-    const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
-    await own.start();
-    const admin = new Redis(own.url);
-    try {
-      const flow = await deployGateFlow({
-        store: "redis", config: { redisUrl: own.url, timeoutMs: 50, keyPrefix: uniquePrefix("half-open") },
-        rules: ONE_PER_TEN_MINUTES,
-      });
-      flow.send({ recipient: "warm", channel: "sms", messageId: "w" });
-      await flow.out.until(1);
+    await withStallableRedis("half-open", async (flow, admin) => {
       // a stall opens the circuit (three timed-out calls); no reconnect follows, so it stays half-open until a call
       const stalled = admin.debug("SLEEP", "0.3");
       await sleep(20);
@@ -258,24 +272,11 @@ describe("the circuit breaker counts only store faults", function () {
       assert.equal(failed.length, 0, `${failed.length} of the burst failed open against a healthy store`);
       assert.equal(flow.out.of("allowed").filter((m) => String(m.messageId).startsWith("b")).length, 1000);
       assert.equal(flow.out.of("skipped").filter((m) => String(m.messageId).startsWith("b")).length, 1000);
-    } finally {
-      admin.disconnect();
-      await own.stop();
-      own.cleanUp();
-    }
+    });
   });
 
   it("a stalled Redis (DEBUG SLEEP) still times calls out and fails open", async () => {
-    const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
-    await own.start();
-    const admin = new Redis(own.url);
-    try {
-      const flow = await deployGateFlow({
-        store: "redis", config: { redisUrl: own.url, timeoutMs: 50, keyPrefix: uniquePrefix("stall") },
-        rules: ONE_PER_TEN_MINUTES,
-      });
-      flow.send({ recipient: "warm", channel: "sms", messageId: "w" });
-      await flow.out.until(1);
+    await withStallableRedis("stall", async (flow, admin) => {
       const stalled = admin.debug("SLEEP", "0.3");
       await sleep(20);
       const started = Date.now();
@@ -286,10 +287,6 @@ describe("the circuit breaker counts only store faults", function () {
       assert.deepEqual(flow.out.of("allowed").slice(1).map(reasonOf), ["fail_open", "fail_open", "fail_open", "fail_open", "fail_open"]);
       console.log(`      Redis stalled 300 ms (DEBUG SLEEP), timeoutMs 50: 5 sends answered fail_open in ${waited} ms, lost 0, stuck 0`);
       assert.ok(waited < 250, `answered in ${waited} ms, before the stall ended`);
-    } finally {
-      admin.disconnect();
-      await own.stop();
-      own.cleanUp();
-    }
+    });
   });
 });
