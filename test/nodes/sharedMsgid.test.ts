@@ -83,5 +83,18 @@ describe("msgs that share one _msgid (a function node's array) and name no messa
       assert.deepEqual(left, ["notification 1", "notification 2", "notification 3"], `skipped: ${out.of("skipped").length}, caught: ${out.of("caught").length}`);
       assert.equal(out.of("deferred").length, 2, "the two the cap refused were held and released");
     });
+
+    it(`are each held when deferred in a burst (${store}): one send() of 2,000 msgs, 1,000 recipients with two notifications each, every one out once`, async () => {
+      const { out, go } = await deploy(store, prefix("msgid-defer-burst"),
+        "const out = [];\nfor (let i = 0; i < 2000; i++) out.push({ recipient: 'u' + (i % 1000), channel: 'sms', payload: { n: i } });\nreturn [out];",
+        { max_count: 1, window_seconds: 1, disposition: "defer" });
+      go();
+      await out.until(2_000, 30_000);
+      assert.equal(out.of("caught").length, 0);
+      assert.equal(out.of("skipped").length, 0);
+      assert.equal(out.of("allowed").length, 1_000, "each recipient's first notification");
+      assert.equal(out.of("deferred").length, 1_000, "each second one held, then released");
+      assert.equal(new Set([...out.of("allowed"), ...out.of("deferred")].map((m: Msg) => (m.payload as { n: number }).n)).size, 2_000, "none lost, none twice");
+    });
   }
 });
