@@ -74,6 +74,19 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
   return { rate, intervalSeconds, burst, limit, disposition, maxWaitMs: secondsSetting("maxWait", def.maxWait, 60) * 1000, keyType, key };
 }
 
+/**
+ * A held msg the queue hands out this long after its instant takes a new one
+ * instead of leaving at once: its holder died (its lease ran out) or Node-RED
+ * was down past it. A backlog released at once would pass the ceiling; the
+ * queue's own pollers are never this late.
+ */
+export const REPACE_AFTER_MS = 1_000;
+
+/** The release_id of a held msg: the first holding's, kept across a re-pace, so a repeated release is still recognisable. */
+function releaseIdOf(held: DeferredMsg): string {
+  return held.meta?.releaseId ?? releaseId(held);
+}
+
 /** The held msgs of one ceiling are filed under this tag (a hash: short and key-safe). */
 function tagOf(key: string): string {
   return sha256Hex(key).slice(0, 40);
@@ -154,14 +167,14 @@ export default function register(RED: NodeAPI): void {
       const now = new Date();
       const label = held.meta?.ceiling ?? "";
       if (held.expiresAt !== undefined && now.getTime() > held.expiresAt && service) {
-        msg.admission = expiredAdmission(msg.admission, held.expiresAt, "throughput_exceeded", { gate: GATE, now }, releaseId(held));
+        msg.admission = expiredAdmission(msg.admission, held.expiresAt, "throughput_exceeded", { gate: GATE, now }, releaseIdOf(held));
         void giveBack(msg, holderOf(held, service)).then(() => {
           status.skipped();
           emit([null, msg, null]);
         });
         return;
       }
-      msg.admission = { ...conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt), release_id: releaseId(held) };
+      msg.admission = { ...conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt), release_id: releaseIdOf(held) };
       meter.add();
       status.allowed();
       emit([msg, null, null]);
@@ -216,7 +229,7 @@ export default function register(RED: NodeAPI): void {
     const stops = [] as (() => void | Promise<void>)[];
     if (service && !problem) {
       // msgs handed back or left by a process that died fall due every few ms: wake every ms, and take again at once after a release
-      stops.push(service.deferrals.register(node.id, (held) => release(held, false), { minSleepMs: 1, steady: true }));
+      stops.push(service.deferrals.register(node.id, fromQueue, { minSleepMs: 1, steady: true }));
       stops.push(() => handBack(pacer.stop()));
       stops.push(() => Promise.allSettled([...acking]).then(() => undefined));
       stops.push(service.deferrals.onSize(node.id, (held) => {
@@ -245,7 +258,7 @@ export default function register(RED: NodeAPI): void {
           return;
         }
         const heldMsg = held.msg as AdmittedMsg;
-        heldMsg.admission = { ...resetAdmission(heldMsg.admission, label, { gate: GATE, now: new Date() }), release_id: releaseId(held) };
+        heldMsg.admission = { ...resetAdmission(heldMsg.admission, label, { gate: GATE, now: new Date() }), release_id: releaseIdOf(held) };
         reserved.push(Number(held.meta?.reservedUs));
         await giveBack(heldMsg, holderOf(held, svc));
         status.skipped();
@@ -274,11 +287,32 @@ export default function register(RED: NodeAPI): void {
     async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
       const svc = config?.service;
       if (problem || !svc || !settings) throw problem ?? new Error("cap-config: its store is closed");
-      const s = settings;
       if (Object.hasOwn(msg, "reset") || Object.hasOwn(msg, "flush")) {
-        await control(msg, svc, s, Object.hasOwn(msg, "reset"));
+        await control(msg, svc, settings, Object.hasOwn(msg, "reset"));
         return;
       }
+      await admit(msg, svc, settings, send, lineUp);
+    }
+
+    /**
+     * A msg the queue hands out (handed back at a redeploy, or left by a
+     * holder that died): at its instant it leaves; past its expiresAt it is
+     * skipped; REPACE_AFTER_MS past its instant it reserves a new one, as a
+     * msg arriving now would, keeping its release_id.
+     */
+    function fromQueue(held: DeferredMsg): void | Promise<void> {
+      const now = Date.now();
+      const expired = held.expiresAt !== undefined && now > held.expiresAt;
+      if (expired || now - held.dueAt <= REPACE_AFTER_MS || !service || !settings) {
+        release(held, false);
+        return;
+      }
+      const msg = held.msg as AdmittedMsg;
+      return admit(msg, service, settings, emit, () => undefined, releaseIdOf(held)).catch((err: Error) => node.error(err, msg));
+    }
+
+    /** A send: reserve its instant, and leave now, be held until then, or be skipped. `releaseIdKept`: a re-paced msg's first release_id. */
+    async function admit(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, send: SendFn, lineUp: LineUp, releaseIdKept?: string): Promise<void> {
       const read = reader.read(msg);
       const sendData: Send = parseSend(read instanceof Promise ? await read : read, svc.sendRules);
       lineUp(sendData);
@@ -291,22 +325,24 @@ export default function register(RED: NodeAPI): void {
       const maxWaitMs = s.disposition === "skip" ? 0 : Math.min(s.maxWaitMs, untilExpiry);
       const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
       const now = new Date();
+      // a re-paced msg was held: whichever way it leaves now, it says which holding it was
+      const asHeld = (admission: Admission): Admission => (releaseIdKept === undefined ? admission : { ...admission, release_id: releaseIdKept });
       if (outcome instanceof StoreUnavailableError) {
-        msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome));
+        msg.admission = asHeld(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome)));
         status.failOpen();
         send([msg, null, null]);
         return;
       }
       storeClock.observe(outcome.nowUs / 1000);
       if (!outcome.allowed) {
-        const refusal = throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now },
-          s.disposition === "queue" ? maxWaitMs : undefined);
+        const refusal = asHeld(throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now },
+          s.disposition === "queue" ? maxWaitMs : undefined));
         await prepareRefusal(refusalCtx(svc), msg, refusal, sendData);
         send([null, msg, null]);
         return;
       }
       if (outcome.waitUs === 0) {
-        msg.admission = conformingAdmission(msg.admission, ceiling, { gate: GATE, now });
+        msg.admission = asHeld(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }));
         meter.add();
         status.allowed();
         send([msg, null, null]);
@@ -334,7 +370,10 @@ export default function register(RED: NodeAPI): void {
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
           msg: storedMsg(msg),
-          meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs) },
+          meta: {
+            ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs),
+            ...(releaseIdKept !== undefined ? { releaseId: releaseIdKept } : {}),
+          },
         };
       } catch (err) {
         // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant

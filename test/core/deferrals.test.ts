@@ -47,8 +47,8 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
     it("releases each gate's msgs to that gate only, from a burst held in one call per gate", async () => {
       const deferrals = start();
       const got: Record<string, string[]> = { g1: [], g2: [] };
-      deferrals.register("g1", (m) => got.g1?.push(m.id));
-      deferrals.register("g2", (m) => got.g2?.push(m.id));
+      deferrals.register("g1", (m) => { got.g1?.push(m.id); });
+      deferrals.register("g2", (m) => { got.g2?.push(m.id); });
       const items = Array.from({ length: 3000 }, (_, i) => ({ entry: held(i % 2 ? "g2" : "g1", `m${i}`) }));
       items.splice(1, 0, { entry: held("g1", "bad", { dueAt: Number.NaN }) });
       const results = await deferrals.holdMany(items);
@@ -64,7 +64,7 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
       const warnings: string[] = [];
       const deferrals = start(warnings);
       const got: string[] = [];
-      const unregister = deferrals.register("gone", (m) => got.push(m.id));
+      const unregister = deferrals.register("gone", (m) => { got.push(m.id); });
       deferrals.register("stays", () => undefined);
       const now = Date.now();
       await deferrals.hold(held("gone", "soon-expired", { dueAt: now + 60_000, deadline: now + 300 }));
@@ -77,7 +77,7 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
       assert.equal(await deferrals.queueOf("gone").size(), 1, "the msg whose deadline is still ahead waits for its gate");
       assert.equal(got.length, 0);
       // the gate comes back: it releases what is left
-      deferrals.register("gone", (m) => got.push(m.id));
+      deferrals.register("gone", (m) => { got.push(m.id); });
       await deferrals.hold(held("gone", "now", { dueAt: Date.now() - 1 }));
       await until(() => got.length === 1, 3000, "the release");
       assert.deepEqual(got, ["now"]);
@@ -86,12 +86,12 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
     it("keeps what a gate held while it was closed, and releases it once the gate is back", async () => {
       const deferrals = start();
       const first: string[] = [];
-      const unregister = deferrals.register("g", (m) => first.push(m.id));
+      const unregister = deferrals.register("g", (m) => { first.push(m.id); });
       await unregister();
       await deferrals.hold(held("g", "x"));
       await sleep(100);
       const second: string[] = [];
-      deferrals.register("g", (m) => second.push(m.id));
+      deferrals.register("g", (m) => { second.push(m.id); });
       await until(() => second.length === 1, 1000, "the release by the gate redeployed");
       assert.deepEqual(first, []);
     });
@@ -146,7 +146,7 @@ describe("deferrals on two instances sharing one Redis", function () {
     const [a, b] = clients.map(make) as [Deferrals, Deferrals];
     try {
       const released: DeferredMsg[] = [];
-      b.register("only-on-b", (m) => released.push(m));
+      b.register("only-on-b", (m) => { released.push(m); });
       a.register("other", () => undefined);
       const now = Date.now();
       // held through a, due later than its deadline has passed: b hands it to its gate (which sends it to skipped)
@@ -188,12 +188,12 @@ describe("deferrals: a gate closing while its batch is taken", function () {
     });
     try {
       const first: string[] = [];
-      unregister = deferrals.register("g", (m) => first.push(m.id));
+      unregister = deferrals.register("g", (m) => { first.push(m.id); });
       await deferrals.hold(held("g", "x"));
       await until(() => !closeDuringTake, 2000, "the take");
       await sleep(100);
       const second: string[] = [];
-      deferrals.register("g", (m) => second.push(m.id));
+      deferrals.register("g", (m) => { second.push(m.id); });
       await until(() => second.length === 1, 2000, "the release well before the 60 s lease ends");
       assert.deepEqual(first, []);
     } finally {

@@ -8,6 +8,8 @@ import { SuiteStore } from "../support/suiteStore";
 import { useUserDir } from "../support/userDir";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
+import type { DeferredMsg } from "../../src/core/defer";
+import { releaseId } from "../../src/core/deferral/deferralIds";
 
 const nodes = [...gateNodes, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];
@@ -124,6 +126,23 @@ async function assertNothingHeld(why: string): Promise<void> {
     if (held !== 0) await sleep(50);
   }
   assert.equal(held, 0, why);
+}
+
+/**
+ * `count` msgs of tp0 in its queue as a holder that died leaves them: due 5 s
+ * ago, no lease (what the queue hands out once a dead holder's lease ends, or
+ * the memory store's journal after a restart). Held in one tick.
+ */
+async function leaveOverdue(count: number): Promise<DeferredMsg[]> {
+  const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+  const dueAt = Date.now() - 5000;
+  const entries: DeferredMsg[] = Array.from({ length: count }, (_, i) => ({
+    id: `lost-${i}`, gate: "tp0", dueAt, deferrals: 1, firstDeferredAt: dueAt - 1000, deadline: dueAt,
+    msg: { recipient: `r${i}`, channel: "sms", messageId: `lost${i}` },
+    meta: { ceiling: "default", recipient: `r${i}`, org: "default", reservedUs: String(dueAt * 1000) },
+  }));
+  await Promise.all(entries.map((entry) => service.deferrals.hold(entry)));
+  return entries;
 }
 
 /** msg.reset drops one ceiling's held msgs (each by skipped, reset); msg.flush releases them now */
@@ -332,6 +351,45 @@ describe("throughput-gate", function () {
       assert.ok(later.length > 40, `${later.length} of ${releases.length} released after the redeploy were due later`);
       assertPaced(later, 20);
       for (const r of later) assert.ok(r.at - (r.due as number) < 500, `left ${r.at - (r.due as number)} ms after its instant`);
+    });
+  }
+
+  for (const store of ["memory", "redis"] as const) {
+    it(`re-paces the msgs a dead holder left, found 5 s past their instants (${store}): 5 at 10/s leave 100 ms apart, not at once, each with its first release_id`, async () => {
+      const { out } = await deploy({ store, gate: { rate: 10, burst: 1 } });
+      const releases: Release[] = [];
+      helper.getNode("allowed")?.on("input", recordReleases(releases));
+      const lost = await leaveOverdue(5);
+      await out.until(5, 3000);
+      const left = out.of("allowed");
+      assert.deepEqual(left.map((m) => admission(m).release_id).sort(), lost.map((e) => releaseId(e)).sort(), "each once, its release_id kept");
+      // the burst of 1 leaves at once (no release_at), each other at its new instant
+      assert.equal(releases.filter((r) => r.due === undefined).length, 1);
+      const instants = releases.map((r) => r.due ?? r.at).sort((a, b) => a - b);
+      for (let i = 1; i < instants.length; i++) assert.ok((instants[i] as number) - (instants[i - 1] as number) >= 90, `instants ${instants.join(",")}`);
+      assert.ok((instants[0] as number) > Date.now() - 2000, "a new instant, not the one 5 s ago");
+    });
+
+    it(`re-paces a dead holder's burst of 2,000 found 5 s past their instants (${store}): at 1,000/s, each once, each on an instant of its own, none to Catch`, async () => {
+      const { out } = await deploy({ store, gate: { rate: 1000, burst: 1 } });
+      const releases: Release[] = [];
+      helper.getNode("allowed")?.on("input", recordReleases(releases));
+      const lost = await leaveOverdue(2000);
+      await out.until(2000, 10_000);
+      await sleep(100);
+      assert.equal(out.total(), 2000, "each once");
+      assert.equal(out.of("allowed").length, 2000);
+      assert.equal(new Set(out.of("allowed").map((m) => admission(m).release_id)).size, 2000);
+      assert.deepEqual(new Set(out.of("allowed").map((m) => admission(m).release_id)), new Set(lost.map((e) => releaseId(e))));
+      // a new instant each, 1 ms apart (not the one they shared 5 s ago), none left before it; the burst of 1 left at once
+      const instants = releases.flatMap((r) => (r.due !== undefined ? [r.due] : []));
+      assert.ok(instants.length >= 1999, `${instants.length} held for an instant`);
+      assert.equal(new Set(instants).size, instants.length, "never two on one instant");
+      assert.ok(Math.max(...instants) - Math.min(...instants) >= 1990, `instants over ${Math.max(...instants) - Math.min(...instants)} ms`);
+      for (const r of releases) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${(r.due as number) - r.at} ms before its instant`);
+      const sorted = releases.map((r) => r.at).sort((a, b) => a - b);
+      assert.ok((sorted.at(-1) as number) - (sorted[0] as number) >= 1900, `2,000 left within ${(sorted.at(-1) as number) - (sorted[0] as number)} ms`);
+      await assertNothingHeld("every re-paced msg acked, the old entries too");
     });
   }
 

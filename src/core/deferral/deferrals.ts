@@ -5,7 +5,12 @@ import type { StoreAccess } from "../storeAccess";
 import { StoreUnavailableError } from "../errors";
 import { asStoreFailure } from "../storeFaults";
 
-export type ReleaseHandler = (held: DeferredMsg) => void;
+/**
+ * Hands out one due msg. A handler that returns a promise is waited for before
+ * the batch is acked (a throughput-gate re-paces an overdue msg: it is held
+ * anew before the old entry goes, so a crash in between repeats, never loses).
+ */
+export type ReleaseHandler = (held: DeferredMsg) => void | Promise<void>;
 
 /** How a gate's poller takes held msgs (the bench uses the same). A large batch keeps releases on time under load. */
 export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as const;
@@ -317,13 +322,19 @@ export class Deferrals {
       if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${(failed[0] as Error).message}`);
       return;
     }
+    const cannot = (held: DeferredMsg, err: unknown): void => {
+      this.options.warn(`gate ${gate} could not release held msg ${held.id}: ${(err as Error).message}`);
+    };
+    const waiting: Promise<void>[] = [];
     for (const held of msgs) {
       try {
-        handler(held);
+        const handed = handler(held);
+        if (handed instanceof Promise) waiting.push(handed.catch((err: unknown) => cannot(held, err)));
       } catch (err) {
-        this.options.warn(`gate ${gate} could not release held msg ${held.id}: ${(err as Error).message}`);
+        cannot(held, err);
       }
     }
+    if (waiting.length > 0) await Promise.all(waiting);
     void this.refreshSize(gate);
   }
 
