@@ -366,7 +366,7 @@ export default function register(RED: NodeAPI): void {
       let held: DeferInput & { id: string };
       try {
         held = {
-          id: pacedMsgId((config as CapConfigNode).id, node.id, sendData, svc.recipientToken(sendData.recipient), reservedUs), gate: node.id, dueAt,
+          id: pacedMsgId(tag, reservedUs), gate: node.id, dueAt,
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
           msg: storedMsg(msg),

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../sha256";
 import type { DeferredMsg } from "../defer";
 
@@ -19,15 +20,24 @@ export function heldMsgId(configId: string, gate: string, send: { org: string; c
   return sha256(["held", configId, gate, send.org, recipientToken, send.channel, send.messageId]);
 }
 
+/** this process's part of the paced ids it makes: another process never makes the same id */
+const PROCESS_NONCE = randomBytes(6).toString("hex");
+let pacedSeq = 0;
+
 /**
- * The id a throughput-gate paces a msg under: one per reserved instant, so two
- * msgs with one messageId (a retry, a split node's parts of one recipient)
- * are each held and each leave at their own instant; neither replaces the
- * other in the queue (as a cap's deferral does), which would lose one of
- * them at a redeploy while this process still sends both.
+ * The id a throughput-gate paces a msg under: one per msg held, so two msgs
+ * with one messageId (a retry, a split node's parts of one recipient) are each
+ * held and each leave at their own instant; neither replaces the other in the
+ * queue (as a cap's deferral does), which would lose one of them at a redeploy
+ * while this process still sends both. The ceiling's tag and the reserved
+ * instant name it for a reader; this process's nonce and a counter make it
+ * unique, also beside a msg restored after a crash that reserved the same
+ * instant from a ceiling state saved before it. No hash to compute per msg,
+ * and no messageId or address in it.
  */
-export function pacedMsgId(configId: string, gate: string, send: { org: string; channel: string; messageId: string }, recipientToken: string, reservedUs: number): string {
-  return sha256(["paced", configId, gate, send.org, recipientToken, send.channel, send.messageId, reservedUs]);
+export function pacedMsgId(tag: string, reservedUs: number): string {
+  pacedSeq = (pacedSeq + 1) % Number.MAX_SAFE_INTEGER;
+  return `p.${tag}.${reservedUs}.${PROCESS_NONCE}.${pacedSeq.toString(36)}`;
 }
 
 /**
