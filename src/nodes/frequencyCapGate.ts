@@ -2,6 +2,7 @@ import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, capAdmission, carried, failReason, isoAt } from "../core/admission";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
+import { HeldOrder } from "../core/deferral/heldOrder";
 import { ownValue } from "../core/ownKeys";
 import { claimHolder, parseSend, type Send } from "../core/send";
 import { StoreUnavailableError } from "../core/errors";
@@ -34,6 +35,7 @@ export type FrequencyCapGateDef = NodeDef & FieldProps & {
 export default function register(RED: NodeAPI): void {
   function FrequencyCapGate(this: Node, def: FrequencyCapGateDef): void {
     RED.nodes.createNode(this, def);
+    const heldOrder = new HeldOrder();
     const node = this;
     const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
     const mode = (def.mode || "claim") as Mode;
@@ -108,7 +110,7 @@ export default function register(RED: NodeAPI): void {
         const collapseKey = admission.disposition === "collapse"
           ? collapseKeyOf(node.id, sendData.org, service.recipientToken(sendData.recipient), topic)
           : undefined;
-        await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0 }, msg, admission, sendData, dueAt,
+        await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0, order: heldOrder }, msg, admission, sendData, dueAt,
           (m) => send([null, m, null]), collapseKey);
         return;
       }

@@ -4,8 +4,10 @@ import type { DeferredMsg } from "../core/defer";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
 import type { ReleaseHandler } from "../core/deferral/deferrals";
 import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
-import { planDeferral } from "../core/deferral/deferralPlan";
+import { HeldOrder } from "../core/deferral/heldOrder";
+import { planDeferral, RELEASE_MARGIN_MS } from "../core/deferral/deferralPlan";
 import { SendFieldError } from "../core/errors";
+import { sha256Hex } from "../core/sha256";
 import { expiryOf, type Send } from "../core/send";
 import type { GateStatus } from "./gateStatus";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
@@ -14,8 +16,10 @@ export interface HoldingContext extends RefusalContext {
   /** the cap-config's node id (the held msg's id is derived from it, the gate and the messageId) */
   configId: string;
   deferMaxMs: number;
-  /** spread added to the due time, so held demand does not fire at one instant */
+  /** spread added to the due time, so held demand does not fire at one instant (the same for all of a recipient's msgs) */
   jitterMs: number;
+  /** the gate's: keeps each recipient's held msgs in arrival order */
+  order: HeldOrder;
 }
 
 /**
@@ -30,6 +34,16 @@ export function storedMsg(msg: AdmittedMsg): Record<string, unknown> {
   } catch (err) {
     throw new SendFieldError("msg", `cannot be held in the defer queue: ${(err as Error).message}`);
   }
+}
+
+/**
+ * The jitter's draw for one recipient: the same for all its held msgs (a
+ * random draw per msg released them in random order), spread over recipients
+ * by a hash of gate, org and recipient token.
+ */
+function recipientJitter(gate: string, org: string, recipientToken: string): () => number {
+  const draw = Number.parseInt(sha256Hex(JSON.stringify([gate, org, recipientToken])).slice(0, 12), 16) / 2 ** 48;
+  return () => draw;
 }
 
 function firstDeferredAt(admission: Admission): number | undefined {
@@ -49,17 +63,20 @@ export async function holdOrExpire(
 ): Promise<boolean> {
   const now = Date.now();
   const first = firstDeferredAt(refusal);
+  const recipientToken = ctx.service.recipientToken(send.recipient);
   const plan = planDeferral(dueAt, ctx.jitterMs, {
     now, deferMaxMs: ctx.deferMaxMs,
     ...(first !== undefined ? { firstDeferredAt: first } : {}),
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
-  });
+  }, ctx.jitterMs > 0 ? recipientJitter(ctx.node.id, send.org, recipientToken) : undefined);
   if (plan.kind === "expired") {
     const expired = expiredAdmission(refusal, plan.deadline, refusal.reason, { gate: ctx.gate, now: new Date(now) });
     await prepareRefusal(ctx, msg, expired, send);
     sendSkipped(msg);
     return false;
   }
+  // a recipient's msgs due together leave in the order they came in: each at least 1 ms after the one before
+  const due = ctx.order.dueAfter(send.org, recipientToken, plan.dueAt, plan.deadline - RELEASE_MARGIN_MS, now);
   const held = heldAdmission(refusal, plan.firstDeferredAt);
   // serialised before anything is given back or sent: a msg that cannot be stored goes to Catch as it came
   const stored = storedMsg({ ...msg, admission: held });
@@ -69,7 +86,7 @@ export async function holdOrExpire(
   // through the send queue: batched with the burst's other holds, under a timeout of its own.
   // The id is the msg's own (cap-config, gate, recipient, messageId): a retried hold replaces, never doubles.
   await ctx.service.deferrals.hold({
-    id: heldMsgId(ctx.configId, ctx.node.id, send, ctx.service.recipientToken(send.recipient)), gate: ctx.node.id, dueAt: plan.dueAt,
+    id: heldMsgId(ctx.configId, ctx.node.id, send, recipientToken), gate: ctx.node.id, dueAt: due,
     deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt, deadline: plan.deadline,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
     msg: stored,

@@ -1,6 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, quietAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
+import { HeldOrder } from "../core/deferral/heldOrder";
 import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours";
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
@@ -55,6 +56,7 @@ function settingsOf(def: QuietHoursGateDef): { window: QuietWindow; disposition:
 export default function register(RED: NodeAPI): void {
   function QuietHoursGate(this: Node, def: QuietHoursGateDef): void {
     RED.nodes.createNode(this, def);
+    const heldOrder = new HeldOrder();
     const node = this;
     const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
     const httpResponse = def.httpResponse === true || def.httpResponse === "true";
@@ -99,7 +101,7 @@ export default function register(RED: NodeAPI): void {
       const refusal = quietAdmission(msg.admission, until, settings.disposition, { gate: GATE, channel: sendData.channel, now });
       const ctx = { RED, node, gate: GATE, service, status, httpResponse };
       if (settings.disposition === "defer") {
-        await holdOrExpire({ ...ctx, configId: (config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs }, msg, refusal, sendData,
+        await holdOrExpire({ ...ctx, configId: (config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs, order: heldOrder }, msg, refusal, sendData,
           Number.isFinite(until) ? until : null, (m) => send([null, m, null]));
         return;
       }

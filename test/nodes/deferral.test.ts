@@ -64,6 +64,19 @@ for (const kind of STORE_KINDS) {
       assert.equal(flow.out.of("allowed").at(-1)?.messageId, "m2");
     });
 
+    it("keeps each recipient's order: a burst of 500 recipients × 3 msgs, the 2nd and 3rd held for one slot, leave by deferred 2nd then 3rd", async () => {
+      const flow = await deploy("defer");
+      for (let i = 0; i < 1_500; i++) flow.send({ recipient: `r${i % 500}`, channel: "sms", messageId: `m${i}` });
+      await flow.out.until(1_500, 10_000);
+      assert.equal(flow.out.of("allowed").length, 500);
+      const released = flow.out.of("deferred");
+      assert.equal(released.length, 1_000);
+      const order = new Map<string, number[]>();
+      for (const m of released) order.set(String(m.recipient), [...(order.get(String(m.recipient)) ?? []), Number(String(m.messageId).slice(1))]);
+      const inverted = [...order].filter(([, ids]) => ids.some((id, i) => i > 0 && id < (ids[i - 1] as number)));
+      assert.deepEqual(inverted.slice(0, 3), [], `${inverted.length} of 500 recipients' held msgs left out of order`);
+    });
+
     it("sends a msg that cannot be admitted before its expiresAt to skipped with defer_expired", async () => {
       const flow = await deploy("defer");
       await sendInOrder(flow, [

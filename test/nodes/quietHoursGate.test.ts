@@ -93,12 +93,13 @@ describe(`quiet-hours-gate (window built around the current time, ${kind} store)
     const w = windowAroundNow();
     const { out, push } = await deploy({ start: w.start, end: w.end, disposition: "defer" }, { jitter: 10 });
     helper.getNode("quiet")?.receive({ recipient: "r", channel: "sms", messageId: "night", payload: "good morning" });
-    // 30 more recipients held at once, each released exactly once
-    for (let i = 0; i < 30; i++) helper.getNode("quiet")?.receive({ recipient: `sleeper-${i}`, channel: "sms", messageId: `s${i}` });
+    // 30 more msgs held at once, 3 for each of 10 recipients, each released exactly once
+    for (let i = 0; i < 30; i++) helper.getNode("quiet")?.receive({ recipient: `sleeper-${i % 10}`, channel: "sms", messageId: `s${i}` });
     // beside it, a burst held by a gate with 10 s of jitter, each msg expiring 2.5 s after the window's end: the jitter
-    // spreads them over the time they have, so each goes out in time (pulled back to its expiresAt, most left defer_expired)
+    // spreads them over the time they have, so each goes out in time (pulled back to its expiresAt, most left defer_expired);
+    // two msgs for each of 1,000 recipients
     const expiresAt = w.endsAt + 2_500;
-    for (let i = 0; i < 2_000; i++) helper.getNode("quietJ")?.receive({ recipient: `early-${i}`, channel: "sms", messageId: `j${i}`, expiresAt });
+    for (let i = 0; i < 2_000; i++) helper.getNode("quietJ")?.receive({ recipient: `early-${i % 1_000}`, channel: "sms", messageId: `j${i}`, expiresAt });
     await sleep(200);
     assert.equal(out.total(), 0, "held, not sent");
     await out.until(2_031, 65_000);
@@ -110,6 +111,12 @@ describe(`quiet-hours-gate (window built around the current time, ${kind} store)
     for (const m of jittered) assert.ok(Date.parse((m.admission as { release_at: string }).release_at) <= expiresAt, "released before its expiresAt");
     assert.equal(out.of("deferred").length - jittered.length, 31, "each held msg released once");
     assert.equal(new Set(out.of("deferred").map((m) => m.messageId)).size, 2_031);
+    // each recipient's held msgs leave in the order they came in, jittered or not (the spread is per recipient, not per msg)
+    const arrival = (m: Msg) => Number(String(m.messageId).slice(1));
+    const byRecipient = new Map<string, Msg[]>();
+    for (const m of out.of("deferred")) if (m.messageId !== "night") byRecipient.set(String(m.recipient), [...(byRecipient.get(String(m.recipient)) ?? []), m]);
+    const inverted = [...byRecipient].filter(([, msgs]) => msgs.some((m, i) => i > 0 && arrival(m) < arrival(msgs[i - 1] as Msg)));
+    assert.deepEqual(inverted.slice(0, 3).map(([r, msgs]) => [r, msgs.map((m) => m.messageId)]), [], `${inverted.length} recipients' msgs out of order`);
     const released = out.of("deferred").find((m) => m.messageId === "night");
     assert.ok(Date.now() >= w.endsAt, "not released before the window's end");
     assert.equal(released?.payload, "good morning");
