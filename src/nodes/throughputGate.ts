@@ -82,6 +82,16 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
  */
 export const REPACE_AFTER_MS = 1_000;
 
+/**
+ * How long a paced msg whose gate runs nowhere (its tab disabled, its flow
+ * removed) is kept past its instant before the queue drops it: a gate that
+ * comes back re-paces it. As long as a cap deferral's default deferMax.
+ */
+const ORPHAN_KEEP_MS = 6 * 3600_000;
+
+/** A re-paced msg's gate closed before it could leave: it goes back to the queue. */
+class GateClosed extends Error {}
+
 /** The release_id of a held msg: the first holding's, kept across a re-pace, so a repeated release is still recognisable. */
 function releaseIdOf(held: DeferredMsg): string {
   return held.meta?.releaseId ?? releaseId(held);
@@ -96,6 +106,8 @@ function tagOf(key: string): string {
 interface PacedMsg {
   held: DeferredMsg;
   tag: string;
+  /** when it came in, among this gate's msgs: a msg.reset drops the held msgs that came in before it */
+  seq: number;
 }
 
 /** The tags of the last ceilings seen (most flows pace one or a few): a burst hashes each ceiling once. */
@@ -242,7 +254,7 @@ export default function register(RED: NodeAPI): void {
     }
 
     /** msg.reset drops the held msgs of the msg's ceiling (each out of skipped, reset); msg.flush releases them now. */
-    async function control(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, reset: boolean): Promise<void> {
+    async function control(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, reset: boolean, seq: number): Promise<void> {
       const read = reader.read(msg);
       const raw = read instanceof Promise ? await read : read;
       // a control msg is no send: only what names its ceiling is read (no recipient, tier or messageId asked for)
@@ -264,8 +276,10 @@ export default function register(RED: NodeAPI): void {
         status.skipped();
         emit([null, heldMsg, null]);
       };
+      // the sends that came in before it are held first (a burst right before a reset is still being taken in), not those after it
+      await Promise.allSettled([...admitting].flatMap(([s2, admitted]) => (s2 < seq ? [admitted] : [])));
       // this instance's own first (earliest instants), then those in the shared queue (handed back, or left by a process that died)
-      const own = pacer.take((p) => p.tag === tag);
+      const own = pacer.take((p) => p.tag === tag && p.seq < seq);
       await Promise.all(own.map(async (p) => {
         try {
           await each(p.held);
@@ -284,14 +298,29 @@ export default function register(RED: NodeAPI): void {
       }
     }
 
+    /** arrival order of the msgs this gate takes in (sends, control msgs, re-paced msgs) */
+    let arrivals = 0;
+    /** sends still reserving or holding, by arrival: a control msg waits for those that came in before it */
+    const admitting = new Map<number, Promise<void>>();
+
     async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
       const svc = config?.service;
       if (problem || !svc || !settings) throw problem ?? new Error("cap-config: its store is closed");
+      const seq = ++arrivals;
       if (Object.hasOwn(msg, "reset") || Object.hasOwn(msg, "flush")) {
-        await control(msg, svc, settings, Object.hasOwn(msg, "reset"));
+        await control(msg, svc, settings, Object.hasOwn(msg, "reset"), seq);
         return;
       }
-      await admit(msg, svc, settings, send, lineUp);
+      await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
+    }
+
+    async function tracked(seq: number, admitted: Promise<void>): Promise<void> {
+      admitting.set(seq, admitted);
+      try {
+        await admitted;
+      } finally {
+        admitting.delete(seq);
+      }
     }
 
     /**
@@ -300,19 +329,31 @@ export default function register(RED: NodeAPI): void {
      * skipped; REPACE_AFTER_MS past its instant it reserves a new one, as a
      * msg arriving now would, keeping its release_id.
      */
-    function fromQueue(held: DeferredMsg): void | Promise<void> {
+    function fromQueue(held: DeferredMsg): void | Promise<void | "kept"> {
       const now = Date.now();
       const expired = held.expiresAt !== undefined && now > held.expiresAt;
       if (expired || now - held.dueAt <= REPACE_AFTER_MS || !service || !settings) {
         release(held, false);
         return;
       }
-      const msg = held.msg as AdmittedMsg;
-      return admit(msg, service, settings, emit, () => undefined, releaseIdOf(held)).catch((err: Error) => node.error(err, msg));
+      // a copy: should the gate close before it leaves, the entry goes back to the queue as it was
+      const msg = structuredClone(held.msg) as AdmittedMsg;
+      const seq = ++arrivals;
+      const repaced = tracked(seq, admit(msg, service, settings, emit, () => undefined, seq, releaseIdOf(held)));
+      return repaced.then(() => undefined, (err: Error) => {
+        if (err instanceof GateClosed) return "kept" as const;
+        node.error(err, msg);
+        return undefined;
+      });
     }
 
-    /** A send: reserve its instant, and leave now, be held until then, or be skipped. `releaseIdKept`: a re-paced msg's first release_id. */
-    async function admit(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, send: SendFn, lineUp: LineUp, releaseIdKept?: string): Promise<void> {
+    /**
+     * A send: reserve its instant, and leave now, be held until then, or be
+     * skipped. `releaseIdKept`: a re-paced msg's first release_id; such a msg
+     * whose gate closed while it reserved does not leave (GateClosed): Node-RED
+     * would drop what a closing node sends, and its entry is still in the queue.
+     */
+    async function admit(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, send: SendFn, lineUp: LineUp, seq: number, releaseIdKept?: string): Promise<void> {
       const read = reader.read(msg);
       const sendData: Send = parseSend(read instanceof Promise ? await read : read, svc.sendRules);
       lineUp(sendData);
@@ -324,6 +365,7 @@ export default function register(RED: NodeAPI): void {
       const untilExpiry = sendData.expiresAt === undefined ? Number.POSITIVE_INFINITY : Math.max(0, sendData.expiresAt - startedAt);
       const maxWaitMs = s.disposition === "skip" ? 0 : Math.min(s.maxWaitMs, untilExpiry);
       const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
+      if (releaseIdKept !== undefined && pacer.isStopped) throw new GateClosed();
       const now = new Date();
       // a re-paced msg was held: whichever way it leaves now, it says which holding it was
       const asHeld = (admission: Admission): Admission => (releaseIdKept === undefined ? admission : { ...admission, release_id: releaseIdKept });
@@ -367,7 +409,7 @@ export default function register(RED: NodeAPI): void {
       try {
         held = {
           id: pacedMsgId(tag, reservedUs), gate: node.id, dueAt,
-          deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt,
+          deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ORPHAN_KEEP_MS,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
           msg: storedMsg(msg),
           meta: {
@@ -396,7 +438,7 @@ export default function register(RED: NodeAPI): void {
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
-      if (!pacer.add(storeClock.toLocal(dueAt), { held, tag })) await handBack([{ held, tag }]);
+      if (!pacer.add(storeClock.toLocal(dueAt), { held, tag, seq })) await handBack([{ held, tag, seq }]);
     }
 
     serveGate(node, status, handle, stops, metrics, service?.access.queue, service);

@@ -479,7 +479,63 @@ describe("throughput-gate", function () {
     it(`msg.reset drops the held msgs of that key (each by skipped, reset), msg.flush releases them now (${store})`, async () => {
       await resetAndFlush(store);
     });
+
+    it(`msg.reset right behind a burst of 2,000 drops every msg of it still held (${store}): the burst of 10 passed, none left later`, async () => {
+      const { out, send } = await deploy({ store, gate: { rate: 10, burst: 10, maxWait: 600 } });
+      const started = Date.now();
+      for (const m of msgs(2000)) send(m);
+      send({ reset: true });
+      await out.until(2000, 10_000);
+      const took = Date.now() - started;
+      await assertNothingHeld("nothing of the burst left held");
+      await sleep(300);
+      // the burst, and those whose instants (100 ms apart) came while the burst was taken in
+      const allowed = out.of("allowed").length;
+      assert.ok(allowed >= 10 && allowed <= 10 + Math.ceil(took / 100), `${allowed} allowed in ${took} ms`);
+      assert.equal(out.of("skipped").length, 2000 - allowed);
+      assert.ok(out.of("skipped").every((m) => reasonOf(m) === "reset"));
+      // msgs after the reset are not dropped by it
+      send({ messageId: "after" });
+      await out.until(2001, 2000);
+      assert.equal(out.of("skipped").length, 2000 - allowed);
+    });
   }
+
+  it("loses nothing of the re-paced msgs when a redeploy lands mid-way (redis): 5,000 a dead holder left, each reaches the next node once", async () => {
+    const keyPrefix = uniquePrefix("tp-repace-redeploy");
+    const gate = { rate: 100_000, burst: 100_000 };
+    const first = await deploy({ store: "redis", keyPrefix, gate });
+    await leaveOverdue(5000);
+    await sleep(5);
+    await helper.unload();
+    const second = await deploy({ store: "redis", keyPrefix, gate });
+    await second.out.until(5000 - first.out.of("allowed").length, 10_000);
+    await sleep(300);
+    const reached = [...first.out.of("allowed"), ...second.out.of("allowed")].map((m) => String(m.messageId));
+    assert.equal(new Set(reached).size, 5000, `${5000 - new Set(reached).size} never reached the next node`);
+    assert.equal(reached.length, 5000, "none twice");
+  });
+
+  it("keeps a removed gate's held msgs past their instants (redis): none dropped as orphans, and the gate back re-paces them all", async () => {
+    const keyPrefix = uniquePrefix("tp-orphan");
+    const gate = { rate: 10, burst: 1 };
+    let flow = await deploy({ store: "redis", keyPrefix, gate });
+    for (const m of msgs(20)) flow.send(m);
+    await flow.out.until(1, 1000);
+    await helper.unload();
+    // a flow with the cap-config alone: the gate runs nowhere while its msgs' instants pass
+    await helper.load(nodes, [TAB, { id: "cfg0", type: "cap-config", store: "redis", redisUrl: REDIS_URL, keyPrefix, rules: [] }]);
+    await sleep(2200);
+    const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+    const dropped = await service.deferrals.queueOf("tp0").dropExpired(100);
+    assert.deepEqual(dropped.map((m) => m.id), [], "dropped as past their deadline");
+    await helper.unload();
+    flow = await deploy({ store: "redis", keyPrefix, gate });
+    await flow.out.until(19, 5000);
+    await sleep(200);
+    assert.equal(new Set(flow.out.of("allowed").map((m) => m.messageId)).size, 19);
+    assert.equal(flow.out.total(), 19);
+  });
 
   it("gives back the claims of earlier gates for a msg it skips", async () => {
     const { out, send } = await deploy({

@@ -9,8 +9,12 @@ export interface DeferPollerOptions {
   batch: number;
   /** longest sleep between takes when nothing is due (e.g. 250 ms): bounds how late a msg deferred elsewhere is seen */
   idleMs: number;
-  /** releases a batch; when it throws, nothing of the batch is acked and it all comes back after the lease */
-  onDue: (msgs: DeferredMsg[]) => Promise<void>;
+  /**
+   * releases a batch; when it throws, nothing of the batch is acked and it all
+   * comes back after the lease. It may answer the ids it did not release after
+   * all: they are not acked (put back due, or left to their lease)
+   */
+  onDue: (msgs: DeferredMsg[]) => Promise<void | ReadonlySet<string>>;
   /** a failed take, release or ack (the loop goes on) */
   onError?: (err: unknown) => void;
   /** shortest sleep when a msg looks due by this clock but the store's clock disagrees (default 5 ms) */
@@ -84,13 +88,15 @@ export class DeferPoller {
         const msgs = await queue.takeDue(batch, leaseMs);
         if (msgs.length > 0) {
           let released = false;
+          let kept: void | ReadonlySet<string>;
           try {
-            await onDue(msgs);
+            kept = await onDue(msgs);
             released = true;
           } catch (err) {
             this.report(err);
           }
-          const acked = released && await this.ack(msgs.map((m) => m.id), takenAt + leaseMs, run);
+          const ids = msgs.flatMap((m) => (kept?.has(m.id) ? [] : [m.id]));
+          const acked = released && await this.ack(ids, takenAt + leaseMs, run);
           // a full batch: more may be due right now
           if (acked && msgs.length === batch) continue;
         }

@@ -9,8 +9,10 @@ import { asStoreFailure } from "../storeFaults";
  * Hands out one due msg. A handler that returns a promise is waited for before
  * the batch is acked (a throughput-gate re-paces an overdue msg: it is held
  * anew before the old entry goes, so a crash in between repeats, never loses).
+ * It resolves to "kept" when it did not hand the msg out after all (its gate
+ * closed meanwhile): the msg is put back, due, for whoever runs the gate next.
  */
-export type ReleaseHandler = (held: DeferredMsg) => void | Promise<void>;
+export type ReleaseHandler = (held: DeferredMsg) => void | Promise<void | "kept">;
 
 /** How a gate's poller takes held msgs (the bench uses the same). A large batch keeps releases on time under load. */
 export const DEFER_POLLING = { leaseMs: 30_000, batch: 500, idleMs: 250 } as const;
@@ -312,30 +314,41 @@ export class Deferrals {
   }
 
   /** Hands a gate's due msgs to it; when it is gone (closed meanwhile), puts them back at once for its next poller. */
-  private async release(gate: string, msgs: DeferredMsg[]): Promise<void> {
+  private async release(gate: string, msgs: DeferredMsg[]): Promise<ReadonlySet<string> | undefined> {
     this.lastWarning = "";
     const handler = this.running.get(gate)?.handler;
     if (!handler) {
-      const put = await this.queueOf(gate).deferMany(msgs.map((entry) => ({ entry })));
-      const failed = put.filter((r) => r instanceof Error);
-      // not put back: they stay leased and come back when the lease ends
-      if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${(failed[0] as Error).message}`);
+      await this.putBack(gate, msgs);
       return;
     }
     const cannot = (held: DeferredMsg, err: unknown): void => {
       this.options.warn(`gate ${gate} could not release held msg ${held.id}: ${(err as Error).message}`);
     };
     const waiting: Promise<void>[] = [];
+    const kept: DeferredMsg[] = [];
     for (const held of msgs) {
       try {
         const handed = handler(held);
-        if (handed instanceof Promise) waiting.push(handed.catch((err: unknown) => cannot(held, err)));
+        if (handed instanceof Promise) {
+          waiting.push(handed.then((answer) => { if (answer === "kept") kept.push(held); }, (err: unknown) => cannot(held, err)));
+        }
       } catch (err) {
         cannot(held, err);
       }
     }
     if (waiting.length > 0) await Promise.all(waiting);
     void this.refreshSize(gate);
+    if (kept.length === 0) return undefined;
+    // not acked with the batch: put back due for the next poller, or (that failing) back when their lease ends
+    await this.putBack(gate, kept).catch((err: Error) => this.warnOnce(err.message));
+    return new Set(kept.map((m) => m.id));
+  }
+
+  /** Puts taken msgs back, due, for the next poller; what cannot be put back stays leased and comes back when the lease ends. */
+  private async putBack(gate: string, msgs: readonly DeferredMsg[]): Promise<void> {
+    const put = await this.queueOf(gate).deferMany(msgs.map((entry) => ({ entry })));
+    const failed = put.filter((r) => r instanceof Error);
+    if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${(failed[0] as Error).message}`);
   }
 
   private async beat(): Promise<void> {
