@@ -1,3 +1,4 @@
+import { namesRecord } from "./ownKeys";
 import type { ApplicableCap } from "./applicableCaps";
 import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal, type TotalTaken } from "./capEngine";
 import type { StoreUnavailableError } from "./errors";
@@ -62,6 +63,8 @@ export interface Admission {
   release_id?: string;
   deferrals?: number;
   first_deferred_at?: string;
+  /** when each gate (by node id) first held the msg: a gate's deferMax counts from its own first hold, not another gate's */
+  deferred_since?: Record<string, string>;
   /** the shadow caps that would have refused this admitted msg (SPEC §3, §4 enforcement) */
   shadow?: ShadowRefusal[];
   /** throughput-gate: the ceiling (org, org/channel or org/value) the msg was judged against */
@@ -93,8 +96,20 @@ export interface CapGateContext {
   now: Date;
 }
 
-type Deferral = Pick<Admission, "deferrals" | "first_deferred_at">;
+type Deferral = Pick<Admission, "deferrals" | "first_deferred_at" | "deferred_since">;
 const NOT_DEFERRED: Readonly<Deferral> = Object.freeze({});
+
+/** A msg's deferred_since as read back (a null-prototype copy of its text values), or undefined when it holds none. */
+export function deferredSince(value: unknown): Record<string, string> | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  let copy: Record<string, string> | undefined;
+  for (const [gate, at] of Object.entries(value)) {
+    if (typeof at !== "string") continue;
+    copy ??= namesRecord<string>();
+    copy[gate] = at;
+  }
+  return copy;
+}
 
 /** What a msg's admission keeps from gate to gate (and round the chain after a deferral). */
 export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: TrailEntry[]; deferral: Readonly<Deferral> } {
@@ -107,6 +122,8 @@ export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: T
   if (deferrals !== undefined && since !== undefined) deferral = { deferrals, first_deferred_at: since };
   else if (deferrals !== undefined) deferral = { deferrals };
   else if (since !== undefined) deferral = { first_deferred_at: since };
+  const byGate = prev.deferred_since === undefined ? undefined : deferredSince(prev.deferred_since);
+  if (byGate) deferral = { ...deferral, deferred_since: byGate };
   return {
     claims: Array.isArray(prev.claims) ? prev.claims.slice() : [],
     trail: Array.isArray(prev.trail) ? prev.trail.slice() : [],
@@ -190,6 +207,7 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       const admission: Admission = { status: "allowed", gate: ctx.gate, claims, trail };
       if (deferral.deferrals !== undefined) admission.deferrals = deferral.deferrals;
       if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;
+      if (deferral.deferred_since !== undefined) admission.deferred_since = deferral.deferred_since;
       if (remaining !== undefined) admission.remaining = remaining;
       const shadow = shadowRefusals(caps, outcome, decision.shadowTotals);
       if (shadow) admission.shadow = shadow;

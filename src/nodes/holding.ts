@@ -1,5 +1,5 @@
 import type { NodeMessage } from "node-red";
-import type { Admission } from "../core/admission";
+import { deferredSince, type Admission } from "../core/admission";
 import type { DeferredMsg } from "../core/defer";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
 import type { ReleaseHandler } from "../core/deferral/deferrals";
@@ -7,6 +7,7 @@ import { heldMsgId, releaseId } from "../core/deferral/deferralIds";
 import { HeldOrder } from "../core/deferral/heldOrder";
 import { planDeferral, RELEASE_MARGIN_MS } from "../core/deferral/deferralPlan";
 import { SendFieldError } from "../core/errors";
+import { ownValue } from "../core/ownKeys";
 import { sha256Hex } from "../core/sha256";
 import { expiryOf, type Send } from "../core/send";
 import type { GateStatus } from "./gateStatus";
@@ -46,8 +47,11 @@ function recipientJitter(gate: string, org: string, recipientToken: string): () 
   return () => draw;
 }
 
-function firstDeferredAt(admission: Admission): number | undefined {
-  const at = admission.first_deferred_at ? Date.parse(admission.first_deferred_at) : Number.NaN;
+/** When gate `gateId` first held the msg (its deferMax counts from there), if it did. */
+function firstDeferredAt(admission: Admission, gateId: string): number | undefined {
+  const since = deferredSince(admission.deferred_since);
+  const text = since ? ownValue(since, gateId) : undefined;
+  const at = text ? Date.parse(text) : Number.NaN;
   return Number.isFinite(at) ? at : undefined;
 }
 
@@ -62,7 +66,7 @@ export async function holdOrExpire(
   sendSkipped: (msg: NodeMessage) => void, collapseKey?: string,
 ): Promise<boolean> {
   const now = Date.now();
-  const first = firstDeferredAt(refusal);
+  const first = firstDeferredAt(refusal, ctx.node.id);
   const recipientToken = ctx.service.recipientToken(send.recipient);
   const plan = planDeferral(dueAt, ctx.jitterMs, {
     now, deferMaxMs: ctx.deferMaxMs,
@@ -77,7 +81,7 @@ export async function holdOrExpire(
   }
   // a recipient's msgs due together leave in the order they came in: each at least 1 ms after the one before
   const due = ctx.order.dueAfter(send.org, recipientToken, plan.dueAt, plan.deadline - RELEASE_MARGIN_MS, now);
-  const held = heldAdmission(refusal, plan.firstDeferredAt);
+  const held = heldAdmission(refusal, plan.firstDeferredAt, ctx.node.id);
   // serialised before anything is given back or sent: a msg that cannot be stored goes to Catch as it came
   const stored = storedMsg({ ...msg, admission: held });
   await giveBackClaims(ctx, refusal, send);

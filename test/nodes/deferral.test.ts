@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { NodeStatus } from "node-red";
 import { deployGateFlow, sendInOrder, type GateFlow } from "../support/gateFlow";
 import { useUserDir } from "../support/userDir";
-import { helper, type Msg } from "../support/nodeRed";
+import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from "../support/nodeRed";
 import { sleep, uniquePrefix } from "../support/redis";
 import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
 
@@ -162,5 +162,36 @@ describe("frequency-cap-gate: a calendar cap holds until the recipient's local m
     assert.equal(await queue.size(), 1);
     const due = await queue.nextDueAt();
     assert.ok(due !== null && due >= midnight && due < midnight + 600_000, `due ${due && new Date(due).toISOString()} vs midnight ${new Date(midnight).toISOString()}`);
+  });
+});
+
+describe("deferMax is each gate's own: a msg another gate held is not out of time at the next one", function () {
+  this.timeout(20_000);
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(() => helper.unload());
+
+  it("gate A holds a msg 3 s, then gate B (deferMax 4 s) holds it 3 s more: out of B's deferred, not skipped defer_expired", async () => {
+    const keyPrefix = uniquePrefix("defermax");
+    const cap = (id: string, seconds: number) => ({ id, scope: "channel", channel: "sms", max_count: 1, window_seconds: seconds, disposition: "defer" });
+    await helper.load(gateNodes, [
+      TAB,
+      { id: "cfgA", type: "cap-config", store: "memory", keyPrefix: `${keyPrefix}-a`, rules: [cap("a", 3)] },
+      { id: "cfgB", type: "cap-config", store: "memory", keyPrefix: `${keyPrefix}-b`, rules: [cap("b", 6)] },
+      // A's deferred output goes back to A (the chain's entry, SPEC §6)
+      flowNode({ id: "gateA", type: "frequency-cap-gate", config: "cfgA", deferMax: 60, wires: [["gateB"], ["skipped"], ["gateA"]] }),
+      flowNode({ id: "gateB", type: "frequency-cap-gate", config: "cfgB", deferMax: 4, wires: [["allowed"], ["skipped"], ["deferred"]] }),
+      ...["allowed", "skipped", "deferred"].map((id) => flowNode({ id, type: "helper" })),
+    ]);
+    const out = new Collector(["allowed", "skipped", "deferred"]);
+    helper.getNode("gateA")?.receive({ recipient: "r", channel: "sms", messageId: "m0" });
+    await out.until(1, 2000);
+    // held by A until a's slot frees (3 s); then B's slot is taken until 6 s: B holds it 3 s, within its own 4 s
+    helper.getNode("gateA")?.receive({ recipient: "r", channel: "sms", messageId: "m1" });
+    await out.until(2, 9000);
+    assert.deepEqual(out.of("skipped").map((m) => [m.messageId, reasonOf(m)]), []);
+    const released = out.of("deferred")[0] as Msg;
+    assert.equal(released.messageId, "m1");
+    assert.equal((released.admission as { deferrals: number }).deferrals, 2, "held twice in all");
   });
 });

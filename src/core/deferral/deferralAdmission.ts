@@ -1,4 +1,5 @@
-import { carried, ERROR_CODES, type Admission, type AdmissionReason } from "../admission";
+import { carried, deferredSince, ERROR_CODES, type Admission, type AdmissionReason } from "../admission";
+import { namesRecord } from "../ownKeys";
 
 export interface DeferralContext {
   gate: string;
@@ -6,14 +7,18 @@ export interface DeferralContext {
 }
 
 /**
- * The admission of a msg the moment a gate holds it: its claims were given back
- * (any left could not be, and stay on it), and it counts this deferral.
+ * The admission of a msg the moment gate `gateId` holds it: its claims were
+ * given back (any left could not be, and stay on it), and it counts this
+ * deferral; `firstDeferredAt` is when this gate first held it.
  */
-export function heldAdmission(refusal: Admission, firstDeferredAt: number): Admission {
+export function heldAdmission(refusal: Admission, firstDeferredAt: number, gateId: string): Admission {
+  const since = deferredSince(refusal.deferred_since) ?? namesRecord<string>();
+  if (!Object.hasOwn(since, gateId)) since[gateId] = new Date(firstDeferredAt).toISOString();
   return {
     ...refusal,
     deferrals: (refusal.deferrals ?? 0) + 1,
     first_deferred_at: refusal.first_deferred_at ?? new Date(firstDeferredAt).toISOString(),
+    deferred_since: since,
   };
 }
 
