@@ -7,7 +7,8 @@
 -- KEYS[4] at       hash  id -> release-at, to put an expired lease back where it was
 -- KEYS[5] ck       hash  id -> its collapse key, while it is held
 -- KEYS[6] collapse hash  collapse key -> id of the held msg
--- KEYS[7] exp      zset  id -> expiresAt, for the msgs that have one
+-- KEYS[7] exp      zset  id -> drop time (min(expiresAt, deadline)), for the msgs that have one;
+--                        a collapsed group's is the latest of its msgs' (none if one has none)
 -- KEYS[8] dropped  hash  id -> merged msgs dropped past the bound
 -- ARGV[1] the queue's key base: <base>:m:<id> (list: msgs merged into id, oldest
 --         first) and <base>:u:<id> (set: ids of the entries merged into it).
@@ -15,7 +16,7 @@
 --         so they are in the same Redis Cluster slot.
 -- ARGV[2] most merged msgs kept per held msg (the newest)
 -- ARGV[3] number of items, then per item: id, release-at, stored msg, collapse
---         key ("" none), expiresAt ("" none), lease until ("" none: due; epoch
+--         key ("" none), drop time ("" none), lease until ("" none: due; epoch
 --         ms: held by the caller, who releases it itself and acks it; no take
 --         hands it out before then), merged msgs it already lost, n, then its
 --         n msgs to merge (itself, then those collapsed into it)
@@ -39,6 +40,13 @@ for _ = 1, tonumber(ARGV[3]) do
       local over = redis.call('LLEN', list) - maxMerged
       if over > 0 then redis.call('LTRIM', list, over, -1) else over = 0 end
       if over + lost > 0 then redis.call('HINCRBY', KEYS[8], target, over + lost) end
+      -- the group is kept while any msg in it may still be released: its drop time is its latest
+      if exp == '' then
+        redis.call('ZREM', KEYS[7], target)
+      else
+        local current = redis.call('ZSCORE', KEYS[7], target)
+        if current and tonumber(exp) > tonumber(current) then redis.call('ZADD', KEYS[7], exp, target) end
+      end
     end
     out[#out + 1] = target
     out[#out + 1] = 1

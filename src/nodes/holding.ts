@@ -125,32 +125,41 @@ export function releaseHandler(gate: string, status: GateStatus, emit: (output: 
     const msg = held.msg as AdmittedMsg & { collapsed?: unknown[]; collapsedDropped?: number };
     const now = new Date();
     const id = releaseId(held);
-    if (held.collapsed && held.collapsed.length > 0) {
+    /** the msgs merged into it that may still go out, with their place in the list (their own release_id part) */
+    const live: { merged: Record<string, unknown>; part: number }[] = [];
+    (held.collapsed ?? []).forEach((merged, i) => {
       // a merged msg past its own expiresAt is never released: it leaves by skipped on its own
-      const live: Record<string, unknown>[] = [];
-      held.collapsed.forEach((merged, i) => {
-        const expiresAt = expiryOf(merged.expiresAt);
-        if (expiresAt === undefined || expiresAt >= now.getTime()) {
-          live.push(merged);
-          return;
-        }
-        const expired = merged as AdmittedMsg;
-        expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission as Admission | undefined)?.reason, { gate, now }, releaseId(held, i + 1));
-        status.skipped();
-        emit("skipped", expired);
-      });
-      if (live.length > 0) msg.collapsed = [structuredClone(held.msg), ...live];
-    }
-    if (held.collapsedDropped) msg.collapsedDropped = held.collapsedDropped;
+      const expiresAt = expiryOf(merged.expiresAt);
+      if (expiresAt === undefined || expiresAt >= now.getTime()) {
+        live.push({ merged, part: i + 1 });
+        return;
+      }
+      const expired = merged as AdmittedMsg;
+      expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission as Admission | undefined)?.reason, { gate, now }, releaseId(held, i + 1));
+      status.skipped();
+      emit("skipped", expired);
+    });
     const deadline = expiredSince(held, now.getTime());
     if (deadline !== undefined) {
+      // the held msg alone is out of time: the msgs merged into it go on, the oldest of them carrying the rest
+      const [next, ...rest] = live;
       msg.admission = expiredAdmission(msg.admission, deadline, (msg.admission as Admission | undefined)?.reason, { gate, now }, id);
+      if (!next && held.collapsedDropped) msg.collapsedDropped = held.collapsedDropped;
       status.skipped();
       emit("skipped", msg);
+      if (next) emit("deferred", released(next.merged, rest.map((r) => r.merged), held, releaseId(held, next.part), now));
       return;
     }
-    msg.admission = releasedAdmission(msg.admission, held.dueAt, id, { gate, now });
-    status.releasedHeld();
-    emit("deferred", msg);
+    emit("deferred", released(msg, live.map((l) => l.merged), held, id, now));
   };
+
+  /** `msg` out of deferred: with the msgs merged into it (`collapsed`, itself first) and the count of those dropped. */
+  function released(msg: Record<string, unknown>, merged: Record<string, unknown>[], held: DeferredMsg, id: string, now: Date): NodeMessage {
+    const out = msg as AdmittedMsg & { collapsed?: unknown[]; collapsedDropped?: number };
+    if (merged.length > 0) out.collapsed = [structuredClone(msg), ...merged];
+    if (held.collapsedDropped) out.collapsedDropped = held.collapsedDropped;
+    out.admission = releasedAdmission(out.admission, held.dueAt, id, { gate, now });
+    status.releasedHeld();
+    return out;
+  }
 }

@@ -88,6 +88,24 @@ for (const kind of STORE_KINDS) {
       assert.equal((expired?.admission as { error: { code: string } }).error.code, "DEFER_EXPIRED");
     });
 
+    it("a collapsed msg taken just past its own expiresAt leaves by skipped alone: the 4 merged into it go on, the oldest carrying the rest", async () => {
+      const flow = await deploy("collapse");
+      const started = Date.now();
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first", topic: "news" }]);
+      // due when the slot frees (2 s), expiring 300 ms later; the merged msgs have no expiresAt
+      flow.send({ recipient: "r", channel: "sms", messageId: "head", topic: "news", expiresAt: started + 2300 });
+      for (let i = 1; i <= 4; i++) flow.send({ recipient: "r", channel: "sms", messageId: `n${i}`, topic: "news" });
+      await sleep(started + 1900 - Date.now());
+      // a busy event loop: the queue hands the group out after the head's expiresAt
+      while (Date.now() < started + 2400) { /* busy */ }
+      await flow.out.until(3, 5000);
+      await sleep(300);
+      assert.deepEqual(flow.out.of("skipped").map((m) => [m.messageId, admissionOf(m).reason, (m as { collapsed?: unknown }).collapsed]), [["head", "defer_expired", undefined]]);
+      const released = flow.out.of("deferred");
+      assert.deepEqual(released.map((m) => [m.messageId, ((m as { collapsed?: Msg[] }).collapsed ?? []).map((c) => c.messageId)]), [["n1", ["n1", "n2", "n3", "n4"]]]);
+      assert.equal(admissionOf(released[0]).status, "deferred");
+    });
+
     it("collapses five capped msgs with one topic into one that takes one slot", async () => {
       const flow = await deploy("collapse");
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first", topic: "news" }]);

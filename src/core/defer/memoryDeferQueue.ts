@@ -15,8 +15,12 @@ export type DeferClock = () => number;
 export type QueueChange =
   /** held anew, or replacing the held msg with that id (keepMerged: a retried hold keeps what was merged into it) */
   | { op: "put"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; tag?: string; keepMerged: boolean }
-  /** `items` of entry `unit` merged into `into`, then the oldest past MAX_MERGED dropped */
-  | { op: "merge"; into: string; unit: string; items: string[]; dropped: number }
+  /**
+   * `items` of entry `unit` merged into `into`, then the oldest past MAX_MERGED
+   * dropped; `until`: the entry's own drop time (null: none), which the group
+   * keeps if later than its own (absent in journals written before it was kept)
+   */
+  | { op: "merge"; into: string; unit: string; items: string[]; dropped: number; until?: number | null }
   /** released (acked) or dropped for good */
   | { op: "remove"; ids: string[] }
   /** a whole held msg, as a compacted journal writes it */
@@ -256,6 +260,9 @@ export class MemoryDeferQueue implements DeferQueue {
         const over = into.merged.length - MAX_MERGED;
         if (over > 0) into.merged.splice(0, over);
         into.dropped += Math.max(0, over) + change.dropped;
+        // the group is kept while any msg in it may still be released (gone with the head's own expiry, it lost them all)
+        if (change.until === null) delete into.expiresAt;
+        else if (change.until !== undefined && into.expiresAt !== undefined) into.expiresAt = Math.max(into.expiresAt, change.until);
         return;
       }
       case "remove":
@@ -289,7 +296,7 @@ export class MemoryDeferQueue implements DeferQueue {
       const into = target === undefined ? undefined : this.held.get(target);
       if (target !== undefined && target !== id && into && into.leaseUntil === undefined) {
         const items = mergedItems(entry).map((m) => this.codec.encode(JSON.stringify(m)));
-        this.change({ op: "merge", into: target, unit: id, items, dropped: entry.collapsedDropped ?? 0 });
+        this.change({ op: "merge", into: target, unit: id, items, dropped: entry.collapsedDropped ?? 0, until: dropAt(entry) ?? null });
         return { id: target, collapsedInto: target };
       }
     }

@@ -374,7 +374,7 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       const now = Date.now();
       await h.queue.defer(entry({ id: "gone-exp", dueAt: now + 60_000, expiresAt: now - 5, msg: { messageId: "e" } }));
       await h.queue.defer(entry({ id: "gone-deadline", dueAt: now + 60_000, deadline: now - 5 }), "dk");
-      await h.queue.defer(entry({ id: "merged-in", msg: { n: 1 } }), "dk");
+      await h.queue.defer(entry({ id: "merged-in", deadline: now - 2, msg: { n: 1 } }), "dk");
       await h.queue.defer(entry({ id: "stays", dueAt: now + 60_000, deadline: now + 60_000 }));
       await h.queue.defer(entry({ id: "forever", dueAt: now + 60_000 }));
       await h.queue.defer(entry({ id: "taken", dueAt: now - 10, expiresAt: now - 1 }));
@@ -386,6 +386,18 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       const next = await h.queue.defer(entry({ id: "new", dueAt: now - 1 }), "dk");
       assert.deepEqual(next, { id: "new" }, "the dropped msg's collapse key is free");
       await assert.rejects(h.queue.dropExpired(0), RangeError);
+    });
+
+    it("keeps a collapsed group while a msg merged into it may still go out: dropped once the last of them is past its time", async () => {
+      const now = Date.now();
+      await h.queue.defer(entry({ id: "head", dueAt: now + 60_000, expiresAt: now - 5 }), "k1");
+      await h.queue.defer(entry({ id: "later", deadline: now + 60_000, msg: { n: "later" } }), "k1");
+      await h.queue.defer(entry({ id: "head2", dueAt: now + 60_000, deadline: now - 5 }), "k2");
+      await h.queue.defer(entry({ id: "no-limit", msg: { n: "no-limit" } }), "k2");
+      await h.queue.defer(entry({ id: "head3", dueAt: now + 60_000, deadline: now + 60_000 }), "k3");
+      await h.queue.defer(entry({ id: "earlier", deadline: now - 5, msg: { n: "earlier" } }), "k3");
+      assert.deepEqual(await h.queue.dropExpired(100), [], "each group has a msg that may still go out");
+      assert.equal(await h.queue.size(), 3);
     });
 
     it("stores what the codec makes of a msg, and hands it back decoded", async () => {
@@ -663,7 +675,7 @@ describe("redis defer queue", function () {
   it("keeps a gate's keys under the prefix, its cap-config and its gate, in one hash tag naming the prefix", async () => {
     const queue = new RedisDeferQueue(admin, scope(GATE, "cfg:1|x"));
     await queue.defer(entry({ id: "a", deadline: Date.now() + 60_000 }), "ck");
-    await queue.defer(entry({ id: "b" }), "ck");
+    await queue.defer(entry({ id: "b", deadline: Date.now() + 120_000 }), "ck");
     await queue.defer(entry({ id: "c", dueAt: Date.now() + 60_000 }), "ck2");
     await queue.takeDue(1, 60_000);
     const keys = await keysUnder(`${prefix}:*`);
