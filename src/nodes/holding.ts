@@ -30,10 +30,15 @@ export interface HoldingContext extends RefusalContext {
  */
 export function storedMsg(msg: AdmittedMsg): Record<string, unknown> {
   const { req: _req, res: _res, ...rest } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
+  return storedCopy("msg", rest);
+}
+
+/** What a JSON round trip keeps of `value`; one JSON cannot hold is refused naming `field`. */
+function storedCopy<T>(field: string, value: T): T {
   try {
-    return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
+    return JSON.parse(JSON.stringify(value)) as T;
   } catch (err) {
-    throw new SendFieldError("msg", `cannot be held in the defer queue: ${(err as Error).message}`);
+    throw new SendFieldError(field, `cannot be held in the defer queue: ${(err as Error).message}`);
   }
 }
 
@@ -82,8 +87,12 @@ export async function holdOrExpire(
   // a recipient's msgs due together leave in the order they came in: each at least 1 ms after the one before
   const due = ctx.order.dueAfter(send.org, recipientToken, plan.dueAt, plan.deadline - RELEASE_MARGIN_MS, now);
   const held = heldAdmission(refusal, plan.firstDeferredAt, ctx.node.id);
+  // a collapsed msg released before and come back round: the msgs merged into it are held beside it again, one flat list
+  const { collapsed: group, collapsedDropped: groupDropped, ...own } = msg as AdmittedMsg & { collapsed?: unknown; collapsedDropped?: unknown };
+  const merged = Array.isArray(group) ? group.slice(1).filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null && !Array.isArray(m)) : [];
   // serialised before anything is given back or sent: a msg that cannot be stored goes to Catch as it came
-  const stored = storedMsg({ ...msg, admission: held });
+  const stored = storedMsg({ ...(group === undefined && groupDropped === undefined ? msg : own), admission: held });
+  const storedGroup = merged.length > 0 ? storedCopy("msg.collapsed", merged) : undefined;
   await giveBackClaims(ctx, refusal, send);
   msg.admission = { ...held, claims: refusal.claims, trail: refusal.trail };
   stored.admission = msg.admission;
@@ -93,6 +102,8 @@ export async function holdOrExpire(
     id: heldMsgId(ctx.configId, ctx.node.id, send, recipientToken), gate: ctx.node.id, dueAt: due,
     deferrals: held.deferrals ?? 1, firstDeferredAt: plan.firstDeferredAt, deadline: plan.deadline,
     ...(send.expiresAt !== undefined ? { expiresAt: send.expiresAt } : {}),
+    ...(storedGroup ? { collapsed: storedGroup } : {}),
+    ...(typeof groupDropped === "number" && groupDropped > 0 ? { collapsedDropped: groupDropped } : {}),
     msg: stored,
   }, collapseKey !== undefined ? { collapseKey } : {});
   ctx.service.metrics.gate(ctx.node.id, ctx.gate).heldFor(refusal.reason);

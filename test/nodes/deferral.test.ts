@@ -106,6 +106,24 @@ for (const kind of STORE_KINDS) {
       assert.equal(admissionOf(released[0]).status, "deferred");
     });
 
+    it("a collapsed msg that comes back round and is held again keeps one flat list: its own merged msgs, then the new ones", async () => {
+      const flow = await deploy("collapse");
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first", topic: "news" }]);
+      for (const id of ["c1", "c2", "c3"]) flow.send({ recipient: "r", channel: "sms", messageId: id, topic: "news" });
+      await flow.out.until(2, 5000);
+      const [group] = flow.out.of("deferred") as Msg[];
+      assert.deepEqual(((group as { collapsed?: Msg[] }).collapsed ?? []).map((m) => m.messageId), ["c1", "c2", "c3"]);
+      // another msg takes the re-opened slot first: the group comes back round, is capped and held again, and a newer msg merges in
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "blocker", topic: "news" }]);
+      flow.send(group as Msg);
+      await sleep(100);
+      flow.send({ recipient: "r", channel: "sms", messageId: "n1", topic: "news" });
+      await flow.out.until(4, 6000);
+      const again = flow.out.of("deferred")[1] as Msg & { collapsed?: (Msg & { collapsed?: unknown })[] };
+      assert.equal(again.messageId, "c1");
+      assert.deepEqual((again.collapsed ?? []).map((m) => [m.messageId, m.collapsed]), [["c1", undefined], ["c2", undefined], ["c3", undefined], ["n1", undefined]]);
+    });
+
     it("collapses five capped msgs with one topic into one that takes one slot", async () => {
       const flow = await deploy("collapse");
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first", topic: "news" }]);
