@@ -3,7 +3,8 @@
 -- KEYS[k]   a counter hash (claim.lua) or a duplicate-content mark (suppression.lua)
 -- ARGV      per item: "c", tail, n, fields...  removes the entries this very attempt added
 --                     (tail: member digest × 65536 + attempt token) from the named caps
---           or        "m", member             deletes the mark if this member made it
+--           or        "m", value              deletes the mark if this attempt made it (its value:
+--                                             messageId, NUL, token; a bare messageId before tokens)
 -- Returns { per item: how many claims were given back }. A mark or entry of another msg,
 -- or of another attempt of the same msg, is left alone.
 -- @include counter_entries

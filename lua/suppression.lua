@@ -2,14 +2,20 @@
 -- Per send, one or two KEYS in order: the recipient's block list (hash of channel or "*"
 -- -> entry JSON), then, when duplicate suppression is on, the mark of
 -- (recipient, channel, body hash).
--- ARGV      per send: number of its keys (1|2), channel, member (messageId), window ms
+-- ARGV      per send: number of its keys (1|2), channel, mark value (messageId, NUL, this
+--           attempt's token: src/core/suppression/markValue.ts), window ms
 -- Returns { per send: kind, a, b } where kind 1 opted out (a field, b entry), 2 duplicate
 -- (a first member, b ms left), 0 clear (a: 0 no mark asked, 1 made now, 2 already this
 -- member's, a retry; b 0).
+-- the messageId of a mark's value (a mark made before tokens is the bare messageId)
+local function memberOf(value)
+  local at = string.find(value, '\0', 1, true)
+  return at and string.sub(value, 1, at - 1) or value
+end
 local out = {}
 local k, pos = 1, 1
 while pos <= #ARGV do
-  local nkeys, channel, member, window = tonumber(ARGV[pos]), ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3]
+  local nkeys, channel, value, window = tonumber(ARGV[pos]), ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3]
   local list, mark = KEYS[k], nkeys > 1 and KEYS[k + 1] or nil
   k, pos = k + nkeys, pos + 4
   local listed = redis.call('HMGET', list, channel, '*')
@@ -19,12 +25,12 @@ while pos <= #ARGV do
   elseif listed[2] then
     kind, a, b = 1, '*', listed[2]
   elseif mark then
-    if redis.call('SET', mark, member, 'NX', 'PX', window) then
+    if redis.call('SET', mark, value, 'NX', 'PX', window) then
       a = 1
     else
-      local first = redis.call('GET', mark)
+      local first = memberOf(redis.call('GET', mark))
       -- the same messageId again is a retry of the send that made the mark, not a duplicate
-      if first == member then a = 2 else kind, a, b = 2, first, redis.call('PTTL', mark) end
+      if first == memberOf(value) then a = 2 else kind, a, b = 2, first, redis.call('PTTL', mark) end
     end
   end
   out[#out + 1] = kind

@@ -22,7 +22,9 @@ export type AdmissionClaim = {
   member: string;
   key: string;
   at: string;
-} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] } | { kind: "dup" }
+} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] }
+  /** `token`: the attempt that made the mark (absent on claims written before attempt tokens) */
+  | { kind: "dup"; token?: string }
   /** a slot of a total cap's shared counter (`key`): spent from `lease`, counted in the time bucket `bucket` */
   | { kind: "total"; lease: string; bucket: number; spend: string; spent_ms: number; cap_ids: string[] });
 
@@ -255,12 +257,15 @@ export function suppressionAdmission(decision: SuppressionDecision, previous: un
   switch (decision.kind) {
     case "fail_open": {
       const reason = failReason(decision.error);
+      if (decision.markKey !== undefined && decision.member !== undefined) {
+        claims.push({ gate: ctx.gate, kind: "dup", config: ctx.configId, store: ctx.storeKind, member: decision.member, key: decision.markKey, ...(decision.token !== undefined ? { token: decision.token } : {}), at });
+      }
       trail.push({ gate: ctx.gate, status: "allowed", reason, at });
       return { status: "allowed", reason, ...base };
     }
     case "clear":
       if (decision.markKey !== undefined) {
-        claims.push({ gate: ctx.gate, kind: "dup", config: ctx.configId, store: ctx.storeKind, member: decision.member, key: decision.markKey, at });
+        claims.push({ gate: ctx.gate, kind: "dup", config: ctx.configId, store: ctx.storeKind, member: decision.member, key: decision.markKey, ...(decision.token !== undefined ? { token: decision.token } : {}), at });
       }
       trail.push({ gate: ctx.gate, status: "allowed", at });
       return { status: "allowed", ...base };

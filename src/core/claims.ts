@@ -1,3 +1,4 @@
+import { markValue } from "./suppression/markValue";
 import type { AdmissionClaim } from "./admission";
 import { recipientKeyBase, totalKeyBase } from "./keys";
 import type { TotalSpend } from "./totals/totalLeases";
@@ -37,7 +38,10 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | T
     if (c.key !== `${base}:c` || !isToken(c.token) || !Array.isArray(fields) || !fields.every((f) => typeof f === "string")) return undefined;
     return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[] };
   }
-  if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) return { kind: "mark", key: c.key, member: c.member };
+  if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) {
+    // a claim written before attempt tokens names the bare messageId, as its mark holds it
+    return { kind: "mark", key: c.key, value: markValue(c.member, typeof c.token === "string" ? c.token : undefined) };
+  }
   if (c.kind === "total" && c.key.startsWith(totalKeyBase(owner.keyPrefix, owner.org)) && typeof c.lease === "string" && isCount(c.bucket)
     && typeof c.spend === "string" && /^[0-9a-f]+\.\d+\.\d+$/.test(c.spend) && isCount(c.spent_ms)) {
     return { kind: "total", spend: { key: c.key, lease: c.lease, bucket: c.bucket, id: c.spend, atMs: c.spent_ms } };

@@ -1,3 +1,4 @@
+import { markValue } from "../../src/core/suppression/markValue";
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
 import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled, ThroughputOutcome } from "../../src/core/stores/admissionStore";
@@ -239,16 +240,30 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const cap = spec("rel", 1);
       const mark = `${prefix}:{o|r}:d:sms:abc`;
       await claim("m1", [cap, spec("rel-b", 5)], { token: 7 });
-      await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m1", markKey: mark, markWindowMs: 60_000 }]);
+      await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m1", token: "t1", markKey: mark, markWindowMs: 60_000 }]);
       const given = await store.release([
         { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel", "rel-b"] },
-        { kind: "mark", key: mark, member: "m1" },
+        { kind: "mark", key: mark, value: markValue("m1", "t1") },
       ]);
       assert.deepEqual(given, [2, 1]);
       assert.equal((await claim("m2", [cap])).allowed, true, "the slot is free again");
-      const [again] = await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", markKey: mark, markWindowMs: 60_000 }]);
+      const [again] = await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", token: "t2", markKey: mark, markWindowMs: 60_000 }]);
       assert.deepEqual(again, { kind: "clear", mark: "new" });
-      assert.deepEqual(await store.release([{ kind: "mark", key: mark, member: "m1" }, { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel"] }]), [0, 0], "m2's mark and slot stay");
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "t1") }, { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel"] }]), [0, 0], "m2's mark and slot stay");
+    });
+
+    it("gives back a duplicate mark only for the attempt that made it: a retry of its messageId neither dupes nor frees it", async () => {
+      const listKey = `${prefix}:{o|r}:s`;
+      const mark = `${prefix}:{o|r}:d:sms:retry`;
+      const check = async (member: string, token: string) => answered((await store.checkSuppression([{ listKey, channel: "sms", member, token, markKey: mark, markWindowMs: 60_000 }]))[0]);
+      assert.deepEqual(await check("m1", "first"), { kind: "clear", mark: "new" });
+      assert.deepEqual(await check("m1", "retry"), { kind: "clear", mark: "held" }, "the same messageId is a retry");
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "retry") }]), [0], "the retry made no mark");
+      const dup = await check("m2", "other");
+      assert.equal(dup.kind, "duplicate");
+      assert.equal((dup as { firstMember: string }).firstMember, "m1", "named by its messageId alone");
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "first") }]), [1]);
+      assert.deepEqual(await check("m2", "other"), { kind: "clear", mark: "new" });
     });
 
     it("reads a counter without claiming", async () => {
@@ -266,7 +281,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("finds a block-list entry for the channel or for every channel", async () => {
       const listKey = `${prefix}:{o|r}:s`;
       const indexKey = `${prefix}:{o}:sidx`;
-      const check = async (channel: string) => (await store.checkSuppression([{ listKey, channel, member: "m", markWindowMs: 0 }]))[0];
+      const check = async (channel: string) => (await store.checkSuppression([{ listKey, channel, member: "m", token: "t", markWindowMs: 0 }]))[0];
       assert.deepEqual(await check("sms"), { kind: "clear", mark: "none" });
       await store.writeSuppressions([{ listKey, field: "sms", indexKey, indexField: "sms|r", entry: '{"reason":"STOP"}' }]);
       assert.deepEqual(await check("sms"), { kind: "listed", field: "sms", entry: '{"reason":"STOP"}' });
@@ -286,10 +301,10 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const indexKey = `${prefix}:{o}:sidx`;
       await store.writeSuppressions([{ listKey: listKey("blocked"), field: "*", indexKey, indexField: "*|blocked", entry: "{}" }]);
       const answers = await store.checkSuppression([
-        { listKey: listKey("a"), channel: "sms", member: "m1", markKey: `${prefix}:{o|a}:d:sms:h`, markWindowMs: 60_000 },
-        { listKey: listKey("blocked"), channel: "sms", member: "m2", markWindowMs: 0 },
-        { listKey: listKey("a"), channel: "sms", member: "m3", markKey: `${prefix}:{o|a}:d:sms:h`, markWindowMs: 60_000 },
-        { listKey: listKey("b"), channel: "sms", member: "m4", markWindowMs: 0 },
+        { listKey: listKey("a"), channel: "sms", member: "m1", token: "t1", markKey: `${prefix}:{o|a}:d:sms:h`, markWindowMs: 60_000 },
+        { listKey: listKey("blocked"), channel: "sms", member: "m2", token: "t2", markWindowMs: 0 },
+        { listKey: listKey("a"), channel: "sms", member: "m3", token: "t3", markKey: `${prefix}:{o|a}:d:sms:h`, markWindowMs: 60_000 },
+        { listKey: listKey("b"), channel: "sms", member: "m4", token: "t4", markWindowMs: 0 },
       ]);
       assert.deepEqual(answers.map((a) => answered(a).kind), ["clear", "listed", "duplicate", "clear"]);
     });
@@ -310,7 +325,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     });
 
     it("marks duplicate content for the window; the same member again is a retry, not a duplicate", async () => {
-      const base = { listKey: `${prefix}:{o|r}:s`, channel: "sms", markKey: `${prefix}:{o|r}:d:sms:h1`, markWindowMs: 400 };
+      const base = { listKey: `${prefix}:{o|r}:s`, channel: "sms", markKey: `${prefix}:{o|r}:d:sms:h1`, markWindowMs: 400, token: "t" };
       const check = async (member: string) => answered((await store.checkSuppression([{ ...base, member }]))[0]);
       assert.deepEqual(await check("m1"), { kind: "clear", mark: "new" });
       assert.deepEqual(await check("m1"), { kind: "clear", mark: "held" });
@@ -341,12 +356,12 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
 
       const listKey = `${prefix}:{o|__proto__}:s`;
       const indexKey = `${prefix}:{__proto__}:sidx`;
-      const check = async (channel: string) => answered((await store.checkSuppression([{ listKey, channel, member: "m", markWindowMs: 0 }]))[0]);
+      const check = async (channel: string) => answered((await store.checkSuppression([{ listKey, channel, member: "m", token: "t", markWindowMs: 0 }]))[0]);
       for (const name of names) assert.deepEqual(await check(name), { kind: "clear", mark: "none" }, name);
       await store.writeSuppressions(names.map((name) => ({ listKey, field: name, indexKey, indexField: `${name}|__proto__`, entry: `{"n":"${name}"}` })));
       for (const name of names) assert.deepEqual(await check(name), { kind: "listed", field: name, entry: `{"n":"${name}"}` }, name);
       assert.equal((await store.listSuppressions(indexKey, "0", 100)).entries.length, names.length);
-      const mark = { listKey: `${prefix}:{o|x}:s`, channel: "sms", markKey: `${prefix}:{o|x}:d:sms:constructor`, markWindowMs: 60_000 };
+      const mark = { listKey: `${prefix}:{o|x}:s`, channel: "sms", markKey: `${prefix}:{o|x}:d:sms:constructor`, markWindowMs: 60_000, token: "t" };
       assert.deepEqual(answered((await store.checkSuppression([{ ...mark, member: "__proto__" }]))[0]), { kind: "clear", mark: "new" });
       const dup = answered((await store.checkSuppression([{ ...mark, member: "toString" }]))[0]);
       assert.equal(dup.kind === "duplicate" && dup.firstMember, "__proto__");

@@ -72,6 +72,52 @@ describe("give-backs touch only what the msg itself took", function () {
     }
   });
 
+  it("a timed-out duplicate check (Redis made its mark) is on the msg: given back, the body is free; a timed-out retry's give-back leaves the first attempt's mark", async () => {
+    const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
+    await own.start();
+    const admin = new Redis(own.url);
+    // Redis blocks 0.3 s from now; `over` settles when it answers again (wrapped: an async function would wait for it)
+    const stall = async (): Promise<{ over: Promise<unknown> }> => {
+      await admin.ping();
+      const over = admin.debug("SLEEP", "0.3");
+      await sleep(20);
+      return { over };
+    };
+    const supReason = (m: Msg | undefined) => (m?.admission as { trail: { reason?: string }[] } | undefined)?.trail[0]?.reason;
+    const dupClaims = (m: Msg | undefined) => ((m?.admission as { claims: { kind: string }[] } | undefined)?.claims ?? []).filter((c) => c.kind === "dup").length;
+    try {
+      const chain = await deployChain({ store: "redis", keyPrefix: uniquePrefix("dupmark"), rules: [], config: { redisUrl: own.url, timeoutMs: 50 } });
+      await push(chain, "sup", { recipient: "warm-up", channel: "sms", messageId: "W", payload: "hello" });
+      // 1. the check times out, but Redis makes the mark: the msg carries it, and its give-back frees the body
+      let stalled = await stall();
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "A", payload: "hello" });
+      const a = chain.out.of("sent")[1] as Msg;
+      assert.equal(supReason(a), "fail_open", "the check timed out");
+      assert.equal(dupClaims(a), 1, "its possible mark is on the msg");
+      await stalled.over;
+      await sleep(1100); // the breaker's cool-down after the stall
+      await push(chain, "release", { ...a });
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "B", payload: "hello" });
+      assert.equal(chain.out.of("sent")[2]?.messageId, "B", "A's mark was given back: B is no duplicate");
+      // 2. B's mark stands; B retried while Redis stalls: the retry's give-back does not free B's mark
+      stalled = await stall();
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "B", payload: "hello" });
+      const retry = chain.out.of("sent")[3] as Msg;
+      assert.equal(supReason(retry), "fail_open");
+      await stalled.over;
+      await sleep(1100);
+      await push(chain, "release", { ...retry });
+      await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "C", payload: "hello" });
+      const [dup] = chain.out.of("skipped");
+      assert.equal(dup?.messageId, "C");
+      assert.equal(reasonOf(dup), "duplicate_content", "B's mark still stands");
+    } finally {
+      admin.disconnect();
+      await own.stop();
+      own.cleanUp();
+    }
+  });
+
   it("a claim whose answer was lost with its connection (Redis ran it) is on the msg: released, it gives its slot back", async () => {
     const link = await SlowLink.open();
     const keyPrefix = uniquePrefix("dropped");

@@ -60,7 +60,8 @@ export interface RecordRequest {
 /** A claim to give back: a claim attempt's counter entries, or a duplicate-content mark. */
 export type ReleaseRequest =
   | { kind: "cap"; key: string; member: string; token: number; fields: readonly string[] }
-  | { kind: "mark"; key: string; member: string };
+  /** `value`: the mark's as this attempt made it (markValue): a mark another attempt made is left alone */
+  | { kind: "mark"; key: string; value: string };
 
 /** Read-only: how full some counters of one recipient are (check mode, admin usage). */
 export interface InspectRequest {
@@ -115,6 +116,8 @@ export interface SuppressionCheck {
   listKey: string;
   channel: string;
   member: string;
+  /** this attempt's, written into a mark it makes (markValue) */
+  token: string;
   /** the duplicate-content mark; absent when duplicate suppression is off */
   markKey?: string;
   markWindowMs: number;

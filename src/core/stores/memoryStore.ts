@@ -1,3 +1,4 @@
+import { markMember, markValue } from "../suppression/markValue";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
@@ -278,7 +279,7 @@ export class MemoryStore implements AdmissionStore {
   private releaseOne(request: ReleaseRequest): number {
     const now = this.clock();
     if (request.kind === "mark") {
-      if (this.liveMark(request.key, now)?.member !== request.member) return 0;
+      if (this.liveMark(request.key, now)?.member !== request.value) return 0;
       this.marks.delete(request.key);
       return 1;
     }
@@ -307,11 +308,12 @@ export class MemoryStore implements AdmissionStore {
     const now = this.clock();
     const mark = this.liveMark(check.markKey, now);
     if (!mark) {
-      this.marks.set(check.markKey, { member: check.member, expiresAt: now + check.markWindowMs });
+      this.marks.set(check.markKey, { member: markValue(check.member, check.token), expiresAt: now + check.markWindowMs });
       return { kind: "clear", mark: "new" };
     }
-    if (mark.member === check.member) return { kind: "clear", mark: "held" };
-    return { kind: "duplicate", firstMember: mark.member, retryAfterMs: Math.max(0, mark.expiresAt - now) };
+    const first = markMember(mark.member);
+    if (first === check.member) return { kind: "clear", mark: "held" };
+    return { kind: "duplicate", firstMember: first, retryAfterMs: Math.max(0, mark.expiresAt - now) };
   }
 
   private write(key: string, spec: CounterSpec, entries: Entry[], now: number): void {

@@ -1,3 +1,4 @@
+import { markValue } from "../suppression/markValue";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
@@ -181,7 +182,7 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
 const releaseBatch: ScriptBatch<ReleaseRequest, number> = {
   call: "sendgateRelease",
   keysOf: (r) => [r.key],
-  argsOf: (items) => items.flatMap((r) => (r.kind === "mark" ? ["m", r.member] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields])),
+  argsOf: (items) => items.flatMap((r) => (r.kind === "mark" ? ["m", r.value] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields])),
   read: (reply) => reply.map(Number),
 };
 
@@ -209,7 +210,7 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
 const suppressionBatch: ScriptBatch<SuppressionCheck, SuppressionOutcome> = {
   call: "sendgateSuppression",
   keysOf: (c) => (c.markKey === undefined ? [c.listKey] : [c.listKey, c.markKey]),
-  argsOf: (items) => items.flatMap((c) => [c.markKey === undefined ? 1 : 2, c.channel, c.member, c.markWindowMs]),
+  argsOf: (items) => items.flatMap((c) => [c.markKey === undefined ? 1 : 2, c.channel, markValue(c.member, c.token), c.markWindowMs]),
   read: (reply, items) => items.map((_, i) => {
     const [kind, a, b] = [Number(reply[3 * i]), reply[3 * i + 1], reply[3 * i + 2]];
     if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };

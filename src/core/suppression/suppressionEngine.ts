@@ -1,3 +1,4 @@
+import { markToken } from "./markValue";
 import { StoreUnavailableError } from "../errors";
 import { recipientToken } from "../keys";
 import type { Send } from "../send";
@@ -43,10 +44,12 @@ function lastOfEach<T extends Pick<SuppressionEntry, "org" | "channel" | "recipi
 export type ListedEntry = Partial<SuppressionEntry> & { channel: string };
 
 export type SuppressionDecision =
-  | { kind: "clear"; markKey?: string; member: string }
+  /** `markKey`: the mark this attempt (`token`) made, to give back should a later gate refuse the msg */
+  | { kind: "clear"; markKey?: string; member: string; token?: string }
   | { kind: "opted_out"; entry: ListedEntry }
   | { kind: "duplicate"; firstMember: string; retryAfterMs: number }
-  | { kind: "fail_open"; error: StoreUnavailableError };
+  /** `markKey`: a call sent that may have made its mark all the same (it timed out, its answer was lost) */
+  | { kind: "fail_open"; error: StoreUnavailableError; markKey?: string; member?: string; token?: string };
 
 function parsedEntry(field: string, json: string): ListedEntry {
   try {
@@ -86,15 +89,20 @@ export class SuppressionEngine {
     const markKey = duplicateWindowSeconds > 0
       ? duplicateMarkKey(this.options.keyPrefix, send.org, recipient, send.channel, bodyHash(body))
       : undefined;
+    const token = markToken();
     const outcome = await this.options.access.decide(send.org, send.channel, this.checks, {
-      listKey, channel: send.channel, member: send.messageId, markWindowMs: duplicateWindowSeconds * 1000,
+      listKey, channel: send.channel, member: send.messageId, token, markWindowMs: duplicateWindowSeconds * 1000,
       ...(markKey !== undefined ? { markKey } : {}),
     });
-    if (outcome instanceof StoreUnavailableError) return { kind: "fail_open", error: outcome };
+    if (outcome instanceof StoreUnavailableError) {
+      // a call that was sent may have made the mark: it goes on the msg, so a later refusal gives it back (this attempt's only)
+      const sent = outcome.kind === "timeout" || outcome.kind === "error";
+      return { kind: "fail_open", error: outcome, ...(sent && markKey !== undefined ? { markKey, member: send.messageId, token } : {}) };
+    }
     if (outcome.kind === "listed") return { kind: "opted_out", entry: parsedEntry(outcome.field, outcome.entry) };
     if (outcome.kind === "duplicate") return { kind: "duplicate", firstMember: outcome.firstMember, retryAfterMs: outcome.retryAfterMs };
     // only a mark made now is this msg's to give back: a retry's mark belongs to the first attempt
-    return { kind: "clear", member: send.messageId, ...(outcome.mark === "new" && markKey !== undefined ? { markKey } : {}) };
+    return { kind: "clear", member: send.messageId, ...(outcome.mark === "new" && markKey !== undefined ? { markKey, token } : {}) };
   }
 
   /** Lists entries; a repeated (org, channel, recipient) is written once, the last one winning. */
