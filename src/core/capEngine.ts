@@ -383,6 +383,12 @@ export class CapEngine {
       this.cancel(reserved);
       return decision;
     }
+    if (decision?.kind === "allowed" && isRetry(decision)) {
+      // a retry of a send already counted (its messageId holds every one of the recipient's counters):
+      // the first attempt spent the total slots, so this one takes none (SPEC §2: a retry never takes a second slot)
+      this.cancel(reserved);
+      return decision;
+    }
     // committed together, so one call reports them all; then each is read from its batch
     const tickets: SpendTicket[] = [];
     for (const cap of reserved) tickets.push(this.totals.commit(cap.key, quotaOf(cap)));
@@ -609,6 +615,18 @@ function quotaOf(cap: ApplicableCap): QuotaLimit {
 function totalRefusal(cap: ApplicableCap, refusal: TotalRefusal): CapDecision {
   const blocking: BlockingCap = { rule: cap.rule, max: cap.max, count: Math.min(cap.max, refusal.used + refusal.leased), retryAfterMs: refusal.retryAfterMs };
   return { kind: "capped", blocking: [blocking], retryAfterMs: refusal.retryAfterMs };
+}
+
+/** Whether an allowed claim found every enforced counter of the recipient's already holding its messageId (a retry). */
+function isRetry(decision: Extract<CapDecision, { kind: "allowed" }>): boolean {
+  const { caps, outcome } = decision;
+  let enforced = 0;
+  for (let i = 0; i < caps.length; i++) {
+    if (isShadow((caps[i] as ApplicableCap).rule)) continue;
+    enforced++;
+    if (outcome.counters[i]?.alreadyHeld !== true) return false;
+  }
+  return enforced > 0;
 }
 
 /** Whether a failed store call may still have been applied: it was sent (not refused before by the breaker, the queue bound or a store not ready). */

@@ -73,6 +73,30 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
   });
 
   for (const store of ["memory", "redis"] as const) {
+    it(`a retry takes no second slot of a total beside the recipient's own caps (${store}): one msg sent 6 times, then a burst of 1,000 recipients each sent twice`, async () => {
+      const keyPrefix = uniquePrefix(`total-retry-${store}`);
+      const rules = [{ ...AD_TOTAL, max_count: 1002 }, { ...ONE_PER_RECIPIENT, max_count: 3 }];
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: 1000 }, rules });
+      for (let k = 1; k <= 6; k++) {
+        flow.send({ recipient: "alice", channel: "push", messageId: "order-42", attributes: { ad_id: "ad-1" } });
+        await flow.out.until(k, 10_000);
+      }
+      assert.equal(flow.out.of("allowed").length, 6, "each a retry of the first: allowed");
+      // the same msg twice in one tick, for 1,000 recipients: the total counts each recipient's msg once
+      for (let i = 0; i < 2000; i++) flow.send({ recipient: `u${i % 1000}`, channel: "push", messageId: `m${i % 1000}`, attributes: { ad_id: "ad-1" } });
+      await flow.out.until(2006, 30_000);
+      assert.equal(flow.out.of("allowed").length, 2006);
+      // 1 + 1,000 slots taken of 1,002: one more recipient fits, the next does not
+      flow.send({ recipient: "bob", channel: "push", messageId: "b", attributes: { ad_id: "ad-1" } });
+      flow.send({ recipient: "carol", channel: "push", messageId: "c", attributes: { ad_id: "ad-1" } });
+      await flow.out.until(2008, 10_000);
+      assert.deepEqual(flow.out.of("allowed").slice(2006).map((m) => m.recipient), ["bob"]);
+      assert.equal(capIdOf(flow.out.of("skipped")[0] as Msg), "ad-total");
+      if (store === "redis") await dropPrefix(redis, keyPrefix);
+    });
+  }
+
+  for (const store of ["memory", "redis"] as const) {
     it(`judges a recipient's msgs in arrival order while a total cap waits for its first lease (${store}): the earlier takes the recipient's slot`, async () => {
       const keyPrefix = uniquePrefix(`total-order-${store}`);
       const rules = [{ ...AD_TOTAL, per: [], applies_to_categories: ["promo"] }, ONE_PER_RECIPIENT];
