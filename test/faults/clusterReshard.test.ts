@@ -116,4 +116,45 @@ describe("a Redis Cluster reshards while a gate sends", function () {
     assert.deepEqual(unmovedOff, [], "a recipient whose keys stayed got exactly its cap");
     assert.deepEqual(movedOver, [], "no moved recipient got more than its cap");
   });
+
+  it("judges a burst exactly while one slot is mid-move, its keys split over two masters (a call over both is refused TRYAGAIN): each recipient's call goes on its own", async () => {
+    const [from, to] = cluster.nodes;
+    assert.ok(from && to);
+    const cli = async (port: number, ...args: (string | number)[]) => (await run("redis-cli", ["-p", String(port), ...args.map(String)])).stdout.trim();
+    const owners = await slotOwners(from.port);
+    const slot = [...owners].find(([s, port]) => port === from.port && s > 100)?.[0] as number;
+    const inSlot: string[] = [];
+    for (let i = 0; inSlot.length < 64; i++) if (calculateSlot(`{default|mid${i}}`) === slot) inSlot.push(`mid${i}`);
+    const elsewhere = Array.from({ length: 64 }, (_, i) => `other${i}`).filter((r) => calculateSlot(`{default|${r}}`) !== slot);
+    const flow = await deployGateFlow({
+      store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("midmove"), timeoutMs: 1000, failMode: "open" },
+      rules: [{ id: "one", scope: "channel", channel: "sms", max_count: 1, window_seconds: 600 }],
+    });
+    // the first half of the slot's recipients have used their one slot: their counter hashes exist
+    const used = inSlot.slice(0, 32);
+    for (const r of used) flow.send({ recipient: r, channel: "sms", messageId: `first-${r}` });
+    await flow.out.until(used.length, 10_000);
+    assert.equal(flow.out.of("allowed").length, used.length);
+    // the slot starts moving, and half its keys are on the new master
+    const [fromId, toId] = [await cli(from.port, "cluster", "myid"), await cli(to.port, "cluster", "myid")];
+    await cli(to.port, "cluster", "setslot", slot, "importing", fromId);
+    await cli(from.port, "cluster", "setslot", slot, "migrating", toId);
+    const keys = (await cli(from.port, "cluster", "getkeysinslot", slot, 1000)).split("\n").filter(Boolean);
+    for (const key of keys.filter((_, i) => i % 2 === 0)) await cli(from.port, "migrate", "127.0.0.1", to.port, "", 0, 5000, "keys", key);
+    try {
+      // a burst: each recipient twice, all in one tick, the slot's recipients beside others in every batch
+      const everyone = inSlot.flatMap((r, i) => [r, elsewhere[i % elsewhere.length] as string]);
+      for (let k = 0; k < 2; k++) for (const r of everyone) flow.send({ recipient: r, channel: "sms", messageId: `burst${k}-${r}` });
+      await flow.out.until(used.length + 2 * everyone.length, 20_000);
+      const burst = flow.out.sequence.slice(used.length).map((s) => s.msg);
+      const allowedOf = (r: string) => burst.filter((m) => m.recipient === r && flow.out.of("allowed").includes(m)).length;
+      assert.equal(burst.filter((m) => (m.admission as { reason?: string }).reason === "fail_open").length, 0, "no fail_open: the store was never unwell");
+      assert.deepEqual(used.filter((r) => allowedOf(r) !== 0), [], "a recipient whose slot was used gets none");
+      assert.deepEqual(inSlot.slice(32).filter((r) => allowedOf(r) !== 1), [], "a fresh recipient in the moving slot gets exactly one");
+    } finally {
+      const rest = (await cli(from.port, "cluster", "getkeysinslot", slot, 1000)).split("\n").filter(Boolean);
+      for (const key of rest) await cli(from.port, "migrate", "127.0.0.1", to.port, "", 0, 5000, "keys", key);
+      for (const node of cluster.nodes) await cli(node.port, "cluster", "setslot", slot, "node", toId);
+    }
+  });
 });

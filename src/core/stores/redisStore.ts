@@ -56,12 +56,25 @@ function connectionOptions(password: string | undefined): RedisOptions {
   };
 }
 
+/**
+ * A cluster's refusal of a call over several keys of a slot that is being
+ * moved (some keys already on the new master): TRYAGAIN, or ioredis giving up
+ * after its redirections. The call did not run.
+ */
+function isMidMigration(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.includes("TRYAGAIN") || message.includes("Too many Cluster redirections");
+}
+
 function createClient(options: RedisStoreOptions): RedisClient {
   if (options.clusterNodes && options.clusterNodes.length > 0) {
     return new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions: connectionOptions(options.password),
       clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
       enableOfflineQueue: true,
+      // a call over keys of a slot being moved is refused (TRYAGAIN) until all its keys are on one master: give up
+      // at once rather than after ~0.7 s of retries, and let batch() send its items one by one (isMidMigration)
+      retryDelayOnTryAgain: 0,
     });
   }
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
@@ -403,13 +416,22 @@ export class RedisStore implements AdmissionStore {
     if (connecting) await connecting;
     const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => script.keysOf(item)[0] as string) : [items.map((_, i) => i)];
     const out = new Array<Settled<O>>(items.length);
-    await Promise.all(groups.map(async (indexes) => {
+    const call = async (indexes: readonly number[]): Promise<void> => {
       const group = indexes.map((i) => items[i] as I);
       const keys = group.flatMap(script.keysOf);
+      const reply = await this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
+      script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
+    };
+    await Promise.all(groups.map(async (indexes) => {
       try {
-        const reply = await this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
-        script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
+        await call(indexes);
       } catch (err) {
+        if (indexes.length > 1 && isMidMigration(err)) {
+          // the slot is moving: Redis refuses a call over keys of it split between two masters (TRYAGAIN), where
+          // one item's call (one recipient's keys) follows the move (ASK). Nothing of the refused call ran.
+          await Promise.all(indexes.map((i) => call([i]).catch((failed: unknown) => { out[i] = asStoreFailure(failed); })));
+          return;
+        }
         const failure = asStoreFailure(err);
         for (const i of indexes) out[i] = failure;
       }
