@@ -2,7 +2,8 @@
 -- Per send, one or two KEYS in order: the recipient's block list (hash of channel or "*"
 -- -> entry JSON), then, when duplicate suppression is on, the mark of
 -- (recipient, channel, body hash).
--- ARGV      per send: number of its keys (1|2), channel, mark value (messageId, NUL, this
+-- ARGV      per send: number of its keys (1|2; -1: its one key is the mark, the block list was read
+--           apart: a slot mid-move on a cluster), channel, mark value (messageId, NUL, this
 --           attempt's token: src/core/suppression/markValue.ts), window ms
 -- Returns { per send: kind, a, b } where kind 1 opted out (a field, b entry), 2 duplicate
 -- (a first member, b ms left), 0 clear (a: 0 no mark asked, 1 made now, 2 already this
@@ -16,9 +17,15 @@ local out = {}
 local k, pos = 1, 1
 while pos <= #ARGV do
   local nkeys, channel, value, window = tonumber(ARGV[pos]), ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3]
-  local list, mark = KEYS[k], nkeys > 1 and KEYS[k + 1] or nil
-  k, pos = k + nkeys, pos + 4
-  local listed = redis.call('HMGET', list, channel, '*')
+  local list, mark
+  if nkeys < 0 then
+    mark, k = KEYS[k], k + 1
+  else
+    list, mark = KEYS[k], nkeys > 1 and KEYS[k + 1] or nil
+    k = k + nkeys
+  end
+  pos = pos + 4
+  local listed = list and redis.call('HMGET', list, channel, '*') or {}
   local kind, a, b = 0, 0, 0
   if listed[1] then
     kind, a, b = 1, channel, listed[1]

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import calculateSlot from "cluster-key-slot";
-import { helper } from "../support/nodeRed";
+import type { Node } from "node-red";
+import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../support/nodeRed";
 import { deployGateFlow } from "../support/gateFlow";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedisCluster } from "../support/redisServer";
@@ -117,15 +118,43 @@ describe("a Redis Cluster reshards while a gate sends", function () {
     assert.deepEqual(movedOver, [], "no moved recipient got more than its cap");
   });
 
-  it("judges a burst exactly while one slot is mid-move, its keys split over two masters (a call over both is refused TRYAGAIN): each recipient's call goes on its own", async () => {
+  /** redis-cli on one node */
+  const cli = async (port: number, ...args: (string | number)[]): Promise<string> => (await run("redis-cli", ["-p", String(port), ...args.map(String)])).stdout.trim();
+
+  /** A slot of the first master and 64 recipients whose keys are in it (and 64 whose keys are not). */
+  async function movingSlot(prefix: string): Promise<{ slot: number; inSlot: string[]; elsewhere: string[] }> {
+    const [from] = cluster.nodes;
+    const owners = await slotOwners((from as { port: number }).port);
+    const slot = [...owners].find(([s, port]) => port === from?.port && s > 100)?.[0] as number;
+    const inSlot: string[] = [];
+    for (let i = 0; inSlot.length < 64; i++) if (calculateSlot(`{default|${prefix}${i}}`) === slot) inSlot.push(`${prefix}${i}`);
+    const elsewhere = Array.from({ length: 64 }, (_, i) => `other-${prefix}${i}`).filter((r) => calculateSlot(`{default|${r}}`) !== slot);
+    return { slot, inSlot, elsewhere };
+  }
+
+  /** Runs `during` while `slot` is mid-move from the first master to the second, half its keys on each; then finishes the move. */
+  async function midMove(slot: number, during: () => Promise<void>): Promise<void> {
     const [from, to] = cluster.nodes;
     assert.ok(from && to);
-    const cli = async (port: number, ...args: (string | number)[]) => (await run("redis-cli", ["-p", String(port), ...args.map(String)])).stdout.trim();
-    const owners = await slotOwners(from.port);
-    const slot = [...owners].find(([s, port]) => port === from.port && s > 100)?.[0] as number;
-    const inSlot: string[] = [];
-    for (let i = 0; inSlot.length < 64; i++) if (calculateSlot(`{default|mid${i}}`) === slot) inSlot.push(`mid${i}`);
-    const elsewhere = Array.from({ length: 64 }, (_, i) => `other${i}`).filter((r) => calculateSlot(`{default|${r}}`) !== slot);
+    const [fromId, toId] = [await cli(from.port, "cluster", "myid"), await cli(to.port, "cluster", "myid")];
+    await cli(to.port, "cluster", "setslot", slot, "importing", fromId);
+    await cli(from.port, "cluster", "setslot", slot, "migrating", toId);
+    const keys = (await cli(from.port, "cluster", "getkeysinslot", slot, 1000)).split("\n").filter(Boolean);
+    for (const key of keys.filter((_, i) => i % 2 === 0)) await cli(from.port, "migrate", "127.0.0.1", to.port, "", 0, 5000, "keys", key);
+    assert.ok(keys.length >= 2, `${keys.length} keys in the slot: some on each master`);
+    try {
+      await during();
+    } finally {
+      const rest = (await cli(from.port, "cluster", "getkeysinslot", slot, 1000)).split("\n").filter(Boolean);
+      for (const key of rest) await cli(from.port, "migrate", "127.0.0.1", to.port, "", 0, 5000, "keys", key);
+      for (const node of cluster.nodes) await cli(node.port, "cluster", "setslot", slot, "node", toId);
+    }
+  }
+
+  const reasonOf = (m: Msg) => (m.admission as { reason?: string } | undefined)?.reason;
+
+  it("judges a burst of claims exactly while one slot is mid-move, its keys split over two masters (a call over both is refused TRYAGAIN): each recipient's call goes on its own", async () => {
+    const { slot, inSlot, elsewhere } = await movingSlot("mid");
     const flow = await deployGateFlow({
       store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("midmove"), timeoutMs: 1000, failMode: "open" },
       rules: [{ id: "one", scope: "channel", channel: "sms", max_count: 1, window_seconds: 600 }],
@@ -135,26 +164,46 @@ describe("a Redis Cluster reshards while a gate sends", function () {
     for (const r of used) flow.send({ recipient: r, channel: "sms", messageId: `first-${r}` });
     await flow.out.until(used.length, 10_000);
     assert.equal(flow.out.of("allowed").length, used.length);
-    // the slot starts moving, and half its keys are on the new master
-    const [fromId, toId] = [await cli(from.port, "cluster", "myid"), await cli(to.port, "cluster", "myid")];
-    await cli(to.port, "cluster", "setslot", slot, "importing", fromId);
-    await cli(from.port, "cluster", "setslot", slot, "migrating", toId);
-    const keys = (await cli(from.port, "cluster", "getkeysinslot", slot, 1000)).split("\n").filter(Boolean);
-    for (const key of keys.filter((_, i) => i % 2 === 0)) await cli(from.port, "migrate", "127.0.0.1", to.port, "", 0, 5000, "keys", key);
-    try {
+    await midMove(slot, async () => {
       // a burst: each recipient twice, all in one tick, the slot's recipients beside others in every batch
       const everyone = inSlot.flatMap((r, i) => [r, elsewhere[i % elsewhere.length] as string]);
       for (let k = 0; k < 2; k++) for (const r of everyone) flow.send({ recipient: r, channel: "sms", messageId: `burst${k}-${r}` });
       await flow.out.until(used.length + 2 * everyone.length, 20_000);
       const burst = flow.out.sequence.slice(used.length).map((s) => s.msg);
       const allowedOf = (r: string) => burst.filter((m) => m.recipient === r && flow.out.of("allowed").includes(m)).length;
-      assert.equal(burst.filter((m) => (m.admission as { reason?: string }).reason === "fail_open").length, 0, "no fail_open: the store was never unwell");
+      assert.equal(burst.filter((m) => reasonOf(m) === "fail_open").length, 0, "no fail_open: the store was never unwell");
       assert.deepEqual(used.filter((r) => allowedOf(r) !== 0), [], "a recipient whose slot was used gets none");
       assert.deepEqual(inSlot.slice(32).filter((r) => allowedOf(r) !== 1), [], "a fresh recipient in the moving slot gets exactly one");
-    } finally {
-      const rest = (await cli(from.port, "cluster", "getkeysinslot", slot, 1000)).split("\n").filter(Boolean);
-      for (const key of rest) await cli(from.port, "migrate", "127.0.0.1", to.port, "", 0, 5000, "keys", key);
-      for (const node of cluster.nodes) await cli(node.port, "cluster", "setslot", slot, "node", toId);
-    }
+    });
+  });
+
+  it("suppresses exactly while one slot is mid-move: opted-out recipients of it skipped, a copy of a body refused, none fail open", async () => {
+    const { slot, inSlot, elsewhere } = await movingSlot("sup");
+    await helper.load(gateNodes, [
+      TAB,
+      { id: "cfg", type: "cap-config", store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("midmove-sup"), rules: [], timeoutMs: 1000, failMode: "open" },
+      flowNode({ id: "sup", type: "suppression-gate", config: "cfg", duplicateWindow: 600, wires: [["passed"], ["skipped"]] }),
+      flowNode({ id: "passed", type: "helper" }), flowNode({ id: "skipped", type: "helper" }),
+    ]);
+    const out = new Collector(["passed", "skipped"]);
+    const sup = helper.getNode("sup") as Node;
+    // half the slot's recipients opted out (their block lists exist), and a msg sent to each of the others (their marks exist)
+    const optedOut = inSlot.filter((_, i) => i % 2 === 0);
+    for (const r of optedOut) sup.receive({ topic: "suppress", recipient: r, channel: "sms", reason: "STOP" });
+    await sleep(300);
+    for (const r of inSlot.filter((_, i) => i % 2 === 1)) sup.receive({ recipient: r, channel: "sms", messageId: `before-${r}`, payload: "earlier" });
+    await out.until(32, 10_000);
+    await midMove(slot, async () => {
+      const everyone = [...inSlot, ...elsewhere];
+      // each recipient: a new body, then a copy of it
+      for (let k = 0; k < 2; k++) for (const r of everyone) sup.receive({ recipient: r, channel: "sms", messageId: `m${k}-${r}`, payload: `hello ${r}` });
+      await out.until(32 + 2 * everyone.length, 20_000);
+      const during = out.sequence.slice(32).map((s) => s.msg);
+      assert.equal(during.filter((m) => reasonOf(m) === "fail_open").length, 0, "no fail_open: the store was never unwell");
+      const skippedAs = (r: string) => during.filter((m) => m.recipient === r && out.of("skipped").includes(m)).map(reasonOf);
+      assert.deepEqual(optedOut.filter((r) => skippedAs(r).join() !== "opted_out,opted_out"), [], "an opted-out recipient of the moving slot is skipped");
+      const notOptedOut = [...inSlot.filter((_, i) => i % 2 === 1), ...elsewhere];
+      assert.deepEqual(notOptedOut.filter((r) => skippedAs(r).join() !== "duplicate_content"), [], "the first of a body passes, its copy is a duplicate");
+    });
   });
 });

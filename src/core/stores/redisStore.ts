@@ -75,6 +75,8 @@ function createClient(options: RedisStoreOptions): RedisClient {
       // a call over keys of a slot being moved is refused (TRYAGAIN) until all its keys are on one master: give up
       // at once rather than after ~0.7 s of retries, and let batch() send its items one by one (isMidMigration)
       retryDelayOnTryAgain: 0,
+      // TRYAGAIN, ASK and MOVED each count: a move is followed in one or two, a mid-move refusal is given up in a few ms
+      maxRedirections: 6,
     });
   }
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
@@ -220,10 +222,13 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   },
 };
 
-const suppressionBatch: ScriptBatch<SuppressionCheck, SuppressionOutcome> = {
+/** A check as sent: `markOnly`, the mark alone (its block list read apart, a cluster slot mid-move). */
+type SentCheck = SuppressionCheck & { markOnly?: boolean };
+
+const suppressionBatch: ScriptBatch<SentCheck, SuppressionOutcome> = {
   call: "sendgateSuppression",
-  keysOf: (c) => (c.markKey === undefined ? [c.listKey] : [c.listKey, c.markKey]),
-  argsOf: (items) => items.flatMap((c) => [c.markKey === undefined ? 1 : 2, c.channel, markValue(c.member, c.token), c.markWindowMs]),
+  keysOf: (c) => (c.markKey === undefined ? [c.listKey] : c.markOnly ? [c.markKey] : [c.listKey, c.markKey]),
+  argsOf: (items) => items.flatMap((c) => [c.markKey === undefined ? 1 : c.markOnly ? -1 : 2, c.channel, markValue(c.member, c.token), c.markWindowMs]),
   read: (reply, items) => items.map((_, i) => {
     const [kind, a, b] = [Number(reply[3 * i]), reply[3 * i + 1], reply[3 * i + 2]];
     if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
@@ -333,8 +338,26 @@ export class RedisStore implements AdmissionStore {
     return this.batch(releaseBatch, requests);
   }
 
-  checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
-    return this.batch(suppressionBatch, checks);
+  async checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
+    const answers = await this.batch(suppressionBatch, checks);
+    if (this.kind !== "redis-cluster") return answers;
+    const moving = checks.flatMap((c, i) => (c.markKey !== undefined && isMidMigration(answers[i]) ? [i] : []));
+    if (moving.length === 0) return answers;
+    // the block list and the mark of a slot mid-move are on two masters: the list alone, then (not listed) the mark alone,
+    // each one key, which follows the move
+    const lists = await this.batch(suppressionBatch, moving.map((i) => {
+      const { markKey: _mark, ...listOnly } = checks[i] as SuppressionCheck;
+      return listOnly;
+    }));
+    const clear: number[] = [];
+    lists.forEach((answer, j) => {
+      const i = moving[j] as number;
+      if (!(answer instanceof Error) && answer.kind === "clear") clear.push(i);
+      else answers[i] = answer;
+    });
+    const marks = await this.batch(suppressionBatch, clear.map((i) => ({ ...(checks[i] as SuppressionCheck), markOnly: true })));
+    marks.forEach((answer, j) => { answers[clear[j] as number] = answer; });
+    return answers;
   }
 
   inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]> {
