@@ -112,7 +112,7 @@ function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, en
   let lastError = "";
   const store = new RedisStore({
     url: settings.redisUrl,
-    ...(settings.store === "redis-cluster" ? { clusterNodes: settings.redisNodes } : {}),
+    ...(settings.store === "redis-cluster" ? { clusterNodes: settings.redisNodes, slotDeadlineMs: Math.max(1, Math.floor(settings.timeoutMs * 0.9)) } : {}),
     ...(secrets.redisPassword ? { password: secrets.redisPassword } : {}),
     onError: (err) => {
       // ioredis repeats the same error on every reconnect attempt: say it once

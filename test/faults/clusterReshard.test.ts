@@ -177,6 +177,34 @@ describe("a Redis Cluster reshards while a gate sends", function () {
     });
   });
 
+  it("one master stalled (CLIENT PAUSE 1.5 s) under a burst: the other masters' recipients judged exactly, none fail open, the breaker stays closed", async () => {
+    const [stalled] = cluster.nodes;
+    assert.ok(stalled);
+    const owners = await slotOwners(stalled.port);
+    const onStalled = (r: string) => owners.get(calculateSlot(`{default|${r}}`)) === stalled.port;
+    const flow = await deployGateFlow({
+      store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("stall"), timeoutMs: 1000, failMode: "open" },
+      rules: [{ id: "one", scope: "channel", channel: "sms", max_count: 1, window_seconds: 600 }],
+    });
+    // every master connected
+    for (let i = 0; i < 60; i++) flow.send({ recipient: `warm${i}`, channel: "sms", messageId: `w${i}` });
+    await flow.out.until(60, 10_000);
+    const recipients = Array.from({ length: 300 }, (_, i) => `s${i}`);
+    await cli(stalled.port, "client", "pause", 1500, "all");
+    for (let k = 0; k < 2; k++) for (const r of recipients) flow.send({ recipient: r, channel: "sms", messageId: `m${k}-${r}` });
+    await flow.out.until(60 + 600, 15_000);
+    const burst = flow.out.sequence.slice(60).map((x) => x.msg);
+    const healthy = recipients.filter((r) => !onStalled(r));
+    assert.ok(healthy.length > 100 && healthy.length < 300, `${healthy.length} recipients on the healthy masters`);
+    const ofHealthy = burst.filter((m) => healthy.includes(String(m.recipient)));
+    assert.equal(ofHealthy.filter((m) => reasonOf(m) === "fail_open").length, 0, "a healthy master's answers are kept");
+    const allowed = new Map<string, number>();
+    for (const m of ofHealthy) if (flow.out.of("allowed").includes(m)) allowed.set(String(m.recipient), (allowed.get(String(m.recipient)) ?? 0) + 1);
+    assert.deepEqual(healthy.filter((r) => allowed.get(r) !== 1), [], "each exactly once");
+    const config = helper.getNode("cfg0") as unknown as { service: { access: { breaker: { opens: number } } } };
+    assert.equal(config.service.access.breaker.opens, 0, "the breaker never opened: the store was up");
+  });
+
   it("suppresses exactly while one slot is mid-move: opted-out recipients of it skipped, a copy of a body refused, none fail open", async () => {
     const { slot, inSlot, elsewhere } = await movingSlot("sup");
     await helper.load(gateNodes, [

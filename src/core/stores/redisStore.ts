@@ -39,6 +39,12 @@ export interface RedisStoreOptions {
   password?: string;
   /** how long the first connection may take before sends are judged without it */
   connectGraceMs?: number;
+  /**
+   * cluster: how long one master's share of a batch may take before its items
+   * fail as timeouts on their own, the other masters' answers kept (set a little
+   * under the send timeout, so a stalled master does not time out the whole batch)
+   */
+  slotDeadlineMs?: number;
   onError?: (err: Error) => void;
 }
 
@@ -64,6 +70,15 @@ function connectionOptions(password: string | undefined): RedisOptions {
 function isMidMigration(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   return message.includes("TRYAGAIN") || message.includes("Too many Cluster redirections");
+}
+
+/** `call`, or a timeout failure once `ms` have passed (the call's own answer, when it comes, is dropped). */
+function withinDeadline<T>(call: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError("timeout", `its master did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
 function createClient(options: RedisStoreOptions): RedisClient {
@@ -290,6 +305,7 @@ const BATCHING = { redis: { maxBatch: 256, maxInFlight: 2 }, "redis-cluster": { 
 
 export class RedisStore implements AdmissionStore {
   readonly kind: "redis" | "redis-cluster";
+  private readonly slotDeadlineMs: number | undefined;
   readonly remote = true;
   readonly batching: { maxBatch: number; maxInFlight: number };
   readonly client: RedisClient;
@@ -302,6 +318,7 @@ export class RedisStore implements AdmissionStore {
   constructor(options: RedisStoreOptions = {}) {
     this.kind = options.clusterNodes && options.clusterNodes.length > 0 ? "redis-cluster" : "redis";
     this.connectGraceMs = options.connectGraceMs ?? 3000;
+    this.slotDeadlineMs = options.slotDeadlineMs;
     this.batching = BATCHING[this.kind];
     this.client = createClient(options);
     this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
@@ -439,10 +456,13 @@ export class RedisStore implements AdmissionStore {
     if (connecting) await connecting;
     const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => script.keysOf(item)[0] as string) : [items.map((_, i) => i)];
     const out = new Array<Settled<O>>(items.length);
+    // one master stalled must not time out the others' answers: each slot's call has its own deadline
+    const deadline = groups.length > 1 ? this.slotDeadlineMs : undefined;
     const call = async (indexes: readonly number[]): Promise<void> => {
       const group = indexes.map((i) => items[i] as I);
       const keys = group.flatMap(script.keysOf);
-      const reply = await this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
+      const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
+      const reply = await (deadline === undefined ? sent : withinDeadline(sent, deadline));
       script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
     };
     await Promise.all(groups.map(async (indexes) => {
