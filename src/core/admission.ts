@@ -1,7 +1,7 @@
-import { namesRecord } from "./ownKeys";
 import type { ApplicableCap } from "./applicableCaps";
 import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal, type TotalTaken } from "./capEngine";
 import type { StoreUnavailableError } from "./errors";
+import { namesRecord } from "./ownKeys";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
 
 export type AdmissionStatus = "allowed" | "skipped" | "deferred";

@@ -1,5 +1,6 @@
 import { applicableCaps, type ApplicableCap } from "./applicableCaps";
 import { StoreUnavailableError } from "./errors";
+import { mayHaveLanded } from "./storeFaults";
 import { capCounterKey, recipientToken } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
@@ -627,11 +628,6 @@ function isRetry(decision: Extract<CapDecision, { kind: "allowed" }>): boolean {
     if (outcome.counters[i]?.alreadyHeld !== true) return false;
   }
   return enforced > 0;
-}
-
-/** Whether a failed store call may still have been applied: it was sent (not refused before by the breaker, the queue bound or a store not ready). */
-function mayHaveLanded(error: StoreUnavailableError): boolean {
-  return error.kind === "timeout" || error.kind === "error";
 }
 
 function isShadow(rule: CapRule): boolean {

@@ -1,6 +1,6 @@
-import { markValue } from "./suppression/markValue";
 import type { AdmissionClaim } from "./admission";
 import { recipientKeyBase, totalKeyBase } from "./keys";
+import { markValue } from "./suppression/markValue";
 import type { TotalSpend } from "./totals/totalLeases";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";

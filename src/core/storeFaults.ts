@@ -25,6 +25,11 @@ export function isStoreFault(err: unknown): boolean {
   return true;
 }
 
+/** Whether a failed store call may still have been applied: it was sent (not refused before by the breaker, the queue bound or a store not ready). */
+export function mayHaveLanded(error: StoreUnavailableError): boolean {
+  return error.kind === "timeout" || error.kind === "error";
+}
+
 /** Any failure of a store call as the error a send path understands. */
 export function asStoreFailure(err: unknown): StoreUnavailableError {
   if (err instanceof StoreUnavailableError) return err;

@@ -1,4 +1,3 @@
-import { markValue } from "../suppression/markValue";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
@@ -11,6 +10,8 @@ import { clusterSeeds, quitRedis } from "./redisConnection";
 import { bySlot } from "./slotGroups";
 import type { GiveBack, QuotaOutcome, QuotaRequest } from "../totals/quotaStep";
 import { StoreUnavailableError } from "../errors";
+import { roundTrip } from "../sendQueue/roundTrip";
+import { markValue } from "../suppression/markValue";
 import { asStoreFailure } from "../storeFaults";
 
 type RedisClient = Redis | Cluster;
@@ -70,15 +71,6 @@ function connectionOptions(password: string | undefined): RedisOptions {
 function isMidMigration(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   return message.includes("TRYAGAIN") || message.includes("Too many Cluster redirections");
-}
-
-/** `call`, or a timeout failure once `ms` have passed (the call's own answer, when it comes, is dropped). */
-function withinDeadline<T>(call: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError("timeout", `its master did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
 function createClient(options: RedisStoreOptions): RedisClient {
@@ -355,9 +347,13 @@ export class RedisStore implements AdmissionStore {
     return this.batch(releaseBatch, requests);
   }
 
-  async checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
-    const answers = await this.batch(suppressionBatch, checks);
-    if (this.kind !== "redis-cluster") return answers;
+  checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
+    const answered = this.batch(suppressionBatch, checks);
+    return this.kind === "redis-cluster" ? answered.then((answers) => this.checkMidMove(checks, answers)) : answered;
+  }
+
+  /** A cluster's checks refused mid-move (their list and mark on two masters) asked again, one key at a time. */
+  private async checkMidMove(checks: readonly SuppressionCheck[], answers: Settled<SuppressionOutcome>[]): Promise<Settled<SuppressionOutcome>[]> {
     const moving = checks.flatMap((c, i) => (c.markKey !== undefined && isMidMigration(answers[i]) ? [i] : []));
     if (moving.length === 0) return answers;
     // the block list and the mark of a slot mid-move are on two masters: the list alone, then (not listed) the mark alone,
@@ -462,7 +458,7 @@ export class RedisStore implements AdmissionStore {
       const group = indexes.map((i) => items[i] as I);
       const keys = group.flatMap(script.keysOf);
       const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
-      const reply = await (deadline === undefined ? sent : withinDeadline(sent, deadline));
+      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline));
       script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
     };
     await Promise.all(groups.map(async (indexes) => {

@@ -1,11 +1,12 @@
-import { markToken } from "./markValue";
 import { StoreUnavailableError } from "../errors";
 import { recipientToken } from "../keys";
 import type { Send } from "../send";
 import type { StoreAccess } from "../storeAccess";
+import { mayHaveLanded } from "../storeFaults";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { SuppressionCheck, SuppressionOutcome, SuppressionWrite } from "../stores/admissionStore";
 import { bodyHash } from "./canonicalJson";
+import { markToken } from "./markValue";
 import type { SuppressionEntry } from "./suppressionEntry";
 import { blockListIndexField, blockListIndexKey, blockListKey, duplicateMarkKey } from "./suppressionKeys";
 
@@ -96,8 +97,7 @@ export class SuppressionEngine {
     });
     if (outcome instanceof StoreUnavailableError) {
       // a call that was sent may have made the mark: it goes on the msg, so a later refusal gives it back (this attempt's only)
-      const sent = outcome.kind === "timeout" || outcome.kind === "error";
-      return { kind: "fail_open", error: outcome, ...(sent && markKey !== undefined ? { markKey, member: send.messageId, token } : {}) };
+      return { kind: "fail_open", error: outcome, ...(mayHaveLanded(outcome) && markKey !== undefined ? { markKey, member: send.messageId, token } : {}) };
     }
     if (outcome.kind === "listed") return { kind: "opted_out", entry: parsedEntry(outcome.field, outcome.entry) };
     if (outcome.kind === "duplicate") return { kind: "duplicate", firstMember: outcome.firstMember, retryAfterMs: outcome.retryAfterMs };
