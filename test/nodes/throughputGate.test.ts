@@ -365,8 +365,9 @@ describe("throughput-gate", function () {
       assert.deepEqual(left.map((m) => admission(m).release_id).sort(), lost.map((e) => releaseId(e)).sort(), "each once, its release_id kept");
       // the burst of 1 leaves at once (no release_at), each other at its new instant
       assert.equal(releases.filter((r) => r.due === undefined).length, 1);
-      const instants = releases.map((r) => r.due ?? r.at).sort((a, b) => a - b);
-      for (let i = 1; i < instants.length; i++) assert.ok((instants[i] as number) - (instants[i - 1] as number) >= 90, `instants ${instants.join(",")}`);
+      // the one that left at once is placed by when it reached allowed, which trails its instant by up to a hiccup
+      const instants = releases.map((r) => r.due ?? r.at - HICCUP_MS).sort((a, b) => a - b);
+      for (let i = 1; i < instants.length; i++) assert.ok((instants[i] as number) - (instants[i - 1] as number) >= 99, `instants ${instants.join(",")}`);
       assert.ok((instants[0] as number) > Date.now() - 2000, "a new instant, not the one 5 s ago");
     });
 
@@ -381,11 +382,15 @@ describe("throughput-gate", function () {
       assert.equal(out.of("allowed").length, 2000);
       assert.equal(new Set(out.of("allowed").map((m) => admission(m).release_id)).size, 2000);
       assert.deepEqual(new Set(out.of("allowed").map((m) => admission(m).release_id)), new Set(lost.map((e) => releaseId(e))));
-      // a new instant each, 1 ms apart (not the one they shared 5 s ago), none left before it; the burst of 1 left at once
+      // a new instant each, 1 ms apart (not the one they shared 5 s ago), none left before it. The burst of 1 left at once, and
+      // so may a few more: the queue hands its due msgs out in slices, and where a slow box left the ceiling idle between two
+      // slices (1 ms at 1,000/s), the next slice's first msg conforms at once, as a new msg would
+      const atOnce = releases.filter((r) => r.due === undefined).length;
+      assert.ok(atOnce >= 1 && atOnce <= 10, `${atOnce} left at once`);
       const instants = releases.flatMap((r) => (r.due !== undefined ? [r.due] : []));
-      assert.ok(instants.length >= 1999, `${instants.length} held for an instant`);
+      assert.equal(instants.length, 2000 - atOnce, "held for an instant");
       assert.equal(new Set(instants).size, instants.length, "never two on one instant");
-      assert.ok(Math.max(...instants) - Math.min(...instants) >= 1990, `instants over ${Math.max(...instants) - Math.min(...instants)} ms`);
+      assert.ok(Math.max(...instants) - Math.min(...instants) >= instants.length - 1, `instants over ${Math.max(...instants) - Math.min(...instants)} ms`);
       for (const r of releases) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${(r.due as number) - r.at} ms before its instant`);
       const sorted = releases.map((r) => r.at).sort((a, b) => a - b);
       assert.ok((sorted.at(-1) as number) - (sorted[0] as number) >= 1900, `2,000 left within ${(sorted.at(-1) as number) - (sorted[0] as number)} ms`);
