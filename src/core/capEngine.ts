@@ -141,9 +141,14 @@ export class CapEngine {
     return (rules as Promise<readonly CapRule[]>).catch((err: unknown) => this.options.access.failed(send.org, send.channel, err));
   }
 
-  claim(send: Send): Promise<CapDecision> {
+  /**
+   * `ownToken`: the attempt token of this msg's own earlier claim (it came back
+   * round with it): its entries are still its own, so a give-back of the msg
+   * frees them. Without it the attempt gets a new token.
+   */
+  claim(send: Send, ownToken?: number): Promise<CapDecision> {
     if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
-    return this.underRules(send, this.claimUnderRules, undefined);
+    return this.underRules(send, this.claimUnderRules, ownToken);
   }
 
   /**
@@ -168,7 +173,7 @@ export class CapEngine {
     return got instanceof StoreUnavailableError ? Promise.resolve({ kind: "fail_open", error: got }) : then(send, got, arg);
   }
 
-  private readonly claimUnderRules = (send: Send, rules: readonly CapRule[]): Promise<CapDecision> => this.claimUnder(send, rules);
+  private readonly claimUnderRules = (send: Send, rules: readonly CapRule[], ownToken: number | undefined): Promise<CapDecision> => this.claimUnder(send, rules, ownToken);
   private readonly checkUnderRules = (send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> => this.checkUnder(send, rules, candidates);
 
   private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
@@ -235,17 +240,17 @@ export class CapEngine {
     }
   }
 
-  private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
+  private claimUnder(send: Send, rules: readonly CapRule[], ownToken: number | undefined): Promise<CapDecision> {
     const caps = this.capsFor(send, rules);
-    if (caps.some(isTotal)) return this.claimWithTotals(send, caps);
+    if (caps.some(isTotal)) return this.claimWithTotals(send, caps, ownToken);
     // an earlier send of this recipient waits for a total cap's slot: this one claims after it
     const behind = this.ownTurns.size === 0 || caps.length === 0 ? undefined : this.ownTurns.get((caps[0] as ApplicableCap).key);
-    return behind ? behind.then(() => this.claimCounters(send, caps)) : this.claimCounters(send, caps);
+    return behind ? behind.then(() => this.claimCounters(send, caps, ownToken)) : this.claimCounters(send, caps, ownToken);
   }
 
   /** The recipient's own caps: one atomic claim in its counter hash. */
-  private claimCounters(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
-    const attempt = { member: send.messageId, token: claimToken() };
+  private claimCounters(send: Send, caps: ApplicableCap[], ownToken: number | undefined): Promise<CapDecision> {
+    const attempt = { member: send.messageId, token: ownToken ?? claimToken() };
     if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt });
     const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
     return this.options.access.decide(send.org, send.channel, this.claims, request).then((outcome): CapDecision => {
@@ -267,9 +272,9 @@ export class CapEngine {
    * gives back what the other took, so a refused send consumes nothing. The
    * total slots are reported spent before the msg may leave.
    */
-  private claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
+  private claimWithTotals(send: Send, caps: ApplicableCap[], ownToken: number | undefined): Promise<CapDecision> {
     const only = caps.length === 1 ? (caps[0] as ApplicableCap) : undefined;
-    if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps);
+    if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps, ownToken);
     // one promise per send, settled by plain callbacks: a burst's sends wait here by the tens of thousands, and a
     // promise chain per step (the slot, then the spend's report) would keep each alive through several collections
     return new Promise((resolve, reject) => {
@@ -304,7 +309,7 @@ export class CapEngine {
     }, resolve, reject));
   }
 
-  private async claimTotalsAndOwn(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
+  private async claimTotalsAndOwn(send: Send, caps: ApplicableCap[], ownToken: number | undefined): Promise<CapDecision> {
     let own: ApplicableCap[] = NO_CAPS;
     let totals = caps;
     for (const cap of caps) {
@@ -321,7 +326,7 @@ export class CapEngine {
     const turn = key !== undefined && (slots.some((slot) => slot !== true) || this.ownTurns.has(key)) ? this.takeTurn(key) : undefined;
     try {
       if (turn?.behind) await turn.behind;
-      return await this.claimTotalsThenOwn(send, own, totals, slots, turn);
+      return await this.claimTotalsThenOwn(send, own, totals, slots, turn, ownToken);
     } finally {
       turn?.done();
     }
@@ -347,6 +352,7 @@ export class CapEngine {
 
   private async claimTotalsThenOwn(
     send: Send, own: ApplicableCap[], totals: ApplicableCap[], slots: ReturnType<TotalLeases["reserve"]>[], turn: { done: () => void } | undefined,
+    ownToken: number | undefined,
   ): Promise<CapDecision> {
     const reserved: ApplicableCap[] = [];
     let shadowTotals: ShadowRefusal[] | undefined;
@@ -368,10 +374,10 @@ export class CapEngine {
       turn?.done();
       return this.withOwnBlocking(own, refusal);
     }
-    if (failure) return this.totalsFailed(send, own, failure, reserved, turn);
+    if (failure) return this.totalsFailed(send, own, failure, reserved, turn, ownToken);
     let decision: CapDecision | undefined;
     try {
-      const claimed = own.length === 0 ? undefined : this.claimCounters(send, own);
+      const claimed = own.length === 0 ? undefined : this.claimCounters(send, own, ownToken);
       // sent: the recipient's next send may claim now, after this one
       turn?.done();
       decision = await claimed;
@@ -465,10 +471,12 @@ export class CapEngine {
    * may refuse the msg); the msg leaves with that claim on it, to be given
    * back. Closed, nothing is claimed and access.failed throws, for Catch.
    */
-  private async totalsFailed(send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined): Promise<CapDecision> {
+  private async totalsFailed(
+    send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined, ownToken: number | undefined,
+  ): Promise<CapDecision> {
     this.cancel(reserved);
     if (own.length === 0 || this.options.access.failMode === "closed") return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure) };
-    const claimed = this.claimCounters(send, own);
+    const claimed = this.claimCounters(send, own, ownToken);
     turn?.done();
     const decision = await claimed;
     if (decision.kind !== "allowed") return decision;
