@@ -65,7 +65,8 @@ export default function register(RED: NodeAPI): void {
     }
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
-    const stopReleasing = config?.service && !problem && mode === "claim"
+    // in every mode: a gate redeployed from claim to record, check or release still lets out the msgs it held (by deferred)
+    const stopReleasing = config?.service && !problem
       ? releaseHeldMsgs(config.service, node, GATE, status)
       : [];
 

@@ -172,6 +172,29 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual(expired.map((m) => [m.messageId, admissionOf(m).reason]), [["h3", "defer_expired"]]);
     });
 
+    it("a gate redeployed in another mode (record) still lets out the msgs it held, by deferred: one held on its own, then 300 held in one tick", async () => {
+      let flow = await deploy("defer");
+      const recipients = 301;
+      for (let i = 0; i < recipients; i++) flow.send({ recipient: `mode${i}`, channel: "sms", messageId: `first${i}` });
+      await flow.out.until(recipients, 5000);
+      // one held on its own, then 300 in one tick
+      flow.send({ recipient: "mode0", channel: "sms", messageId: "held0", payload: "held 0" });
+      await sleep(100);
+      for (let i = 1; i < recipients; i++) flow.send({ recipient: `mode${i}`, channel: "sms", messageId: `held${i}`, payload: `held ${i}` });
+      await sleep(300);
+      assert.equal(flow.out.of("allowed").length, recipients);
+      assert.equal(flow.out.total(), recipients, `every second msg is held, none out yet (${flow.out.of("deferred").length} deferred, ${flow.out.of("skipped").length} skipped)`);
+      await helper.unload();
+      flow = await deploy("defer", { mode: "record" });
+      await flow.out.until(recipients, 8000);
+      await sleep(300);
+      const released = flow.out.of("deferred");
+      assert.equal(released.length, recipients, "each held msg once");
+      assert.deepEqual(new Set(released.map((m) => m.messageId)), new Set(Array.from({ length: recipients }, (_, i) => `held${i}`)));
+      assert.ok(released.every((m) => admissionOf(m).status === "deferred" && admissionOf(m).reason === "frequency_capped"));
+      assert.equal(flow.out.of("caught").length, 0);
+    });
+
     it("keeps held msgs across a redeploy and releases them afterwards", async () => {
       let flow = await deploy("defer");
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "x1" }]);
