@@ -34,6 +34,17 @@ local function giveBacks(packed)
   return out
 end
 
+-- When another holder's lease is the pool's: its holder names its leaseMs in its id ("<hex>~<ms>"),
+-- and a holder that made no call for a third of it (up to 1 s) has had no sends and hands its unspent
+-- slots back on its next idle sweep (src/core/totals/quotaStep.ts leaseIdleMs); they are the pool's
+-- already, not stranded on an idle instance while the others refuse. An id without it: at its expiry.
+local function idleFrom(field, expires)
+  local tilde = string.find(field, '~', 1, true)
+  local ms = tilde and tonumber(string.sub(field, tilde + 1))
+  if not ms then return expires end
+  return math.min(expires, expires - ms + math.min(1000, math.max(50, math.floor(ms / 3))))
+end
+
 local function step(key, givenKey, a)
   local leaseId = ARGV[a + 1]
   local leaseMs, max, windowMs, bucketMs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
@@ -82,9 +93,14 @@ local function step(key, givenKey, a)
       elseif field == ownField then
         own = held
       else
-        leased = leased + held
-        leases = leases + 1
-        soonest = math.min(soonest, expires - now)
+        local from = idleFrom(field, expires)
+        if from <= now then
+          redis.call('HDEL', key, field)
+        else
+          leased = leased + held
+          leases = leases + 1
+          soonest = math.min(soonest, from - now)
+        end
       end
     end
   end
@@ -128,7 +144,9 @@ local function step(key, givenKey, a)
   for _, g in ipairs(refunds) do
     if giveBackOne(g) then
       taken[#taken + 1] = '1'
-      if leaseId ~= '' then
+      -- back into the lease up to a grant's share of what is free, the rest to the pool: a burst of
+      -- refunds does not strand the total on this instance while the others refuse
+      if leaseId ~= '' and held < math.max(1, math.floor((max - used - leased) / LEASE_SHARE)) then
         held = held + 1
         refunded = refunded + 1
       end

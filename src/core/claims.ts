@@ -43,7 +43,7 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | T
     return { kind: "mark", key: c.key, value: markValue(c.member, typeof c.token === "string" ? c.token : undefined) };
   }
   if (c.kind === "total" && c.key.startsWith(totalKeyBase(owner.keyPrefix, owner.org)) && typeof c.lease === "string" && isCount(c.bucket)
-    && typeof c.spend === "string" && /^[0-9a-f]+\.\d+\.\d+$/.test(c.spend) && isCount(c.spent_ms)) {
+    && typeof c.spend === "string" && /^[0-9a-f]+(~\d+)?\.\d+\.\d+$/.test(c.spend) && isCount(c.spent_ms)) {
     return { kind: "total", spend: { key: c.key, lease: c.lease, bucket: c.bucket, id: c.spend, atMs: c.spent_ms } };
   }
   return undefined;

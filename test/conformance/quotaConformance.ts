@@ -41,7 +41,41 @@ export function quotaConformance(label: string, open: () => Promise<AdmissionSto
       assert.equal(total, 100, "every slot leased, none twice");
       const last = await call("C", { want: 1 });
       assert.equal(last.granted, 0);
+      // the soonest a slot may free: a lease lapsing (ids that name no leaseMs, as earlier versions made them, are never taken back idle)
       assert.equal(last.retryAfterMs !== null && last.retryAfterMs > 9_000, true, "the soonest a slot may free: a lease lapsing");
+    });
+
+    it("an idle holder's lease (no call for a third of leaseMs, up to 1 s) is the pool's: the next call of another takes it back, and a refusal names when", async () => {
+      const lease = { leaseMs: 1500 }; // each id names its leaseMs, as TotalLeases makes them
+      const a = await call("A~1500", { ...lease, want: 1000 });
+      assert.equal(a.granted, 25);
+      let b = 0;
+      for (let i = 0; i < 50; i++) b += (await call("B~1500", { ...lease, want: 1000, spend: 0 })).granted;
+      assert.equal(b, 75, "B leased the rest");
+      const refused = await call("C~1500", { ...lease, want: 1 });
+      assert.equal(refused.granted, 0);
+      assert.ok(refused.retryAfterMs !== null && refused.retryAfterMs <= 500, `the leases idle out within 500 ms: retry after ${refused.retryAfterMs} ms`);
+      // A and B make no call for 550 ms: their unspent slots are the pool's
+      await sleep(550);
+      const taken = await call("C~1500", { ...lease, want: 1000 });
+      assert.deepEqual([taken.granted, taken.leases, taken.leased], [25, 1, 25], "a quarter of the 100 back in the pool");
+      const late = await call("A~1500", { ...lease, spend: 3 });
+      assert.deepEqual([late.lapsed, late.accepted], [true, 3], "A learns its lease is gone, and its late spends come from the pool");
+    });
+
+    it("refunds come back into the lease only up to a grant's share of what is free; the rest goes to the pool", async () => {
+      const max = { ...LIFETIME, max: 100 };
+      let held = 0;
+      for (let i = 0; i < 50 && held < 100; i++) held += (await call("A", { want: 1000 }, max)).granted;
+      assert.equal(held, 100);
+      const spent = await call("A", { spend: 100 }, max);
+      assert.equal(spent.used, 100);
+      const back = Array.from({ length: 100 }, (_, i): GiveBack => ({ bucket: spent.bucket, id: `r${i}`, atMs: spent.nowMs }));
+      const refunded = await call("A", { refunds: back, keep: 0 }, max);
+      assert.equal(refunded.used, 0, "every spend given back");
+      assert.ok(refunded.held >= 20 && refunded.held <= 25, `A keeps a quarter or so, not all 100: ${refunded.held}`);
+      const b = await call("B", { want: 1000 }, max);
+      assert.ok(b.granted > 0, "the rest is in the pool for the others at once");
     });
 
     it("moves spends from the lease into the count; a lease that lapsed spends only what the pool has", async () => {

@@ -249,6 +249,39 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     await dropPrefix(redis, keyPrefix);
   });
 
+  it("two cap-configs on one Redis: give-backs on one do not strand the total there, and the other's refusals name the second an idle lease comes back, not the lease's 10 s (a single msg, then bursts)", async () => {
+    const keyPrefix = uniquePrefix("total-strand");
+    const flow = await deployGateFlow({ store: "redis", instances: 2, config: { keyPrefix, timeoutMs: 1000 }, rules: [AD_TOTAL] });
+    const send = (tag: string, count: number, instance: number): void => {
+      for (let i = 0; i < count; i++) flow.send({ recipient: `${tag}${i}`, channel: "push", messageId: `${tag}${i}`, attributes: { ad_id: "ad-1" } }, instance);
+    };
+    send("a", 1000, 0);
+    await flow.out.until(1000, 60_000);
+    assert.equal(flow.out.of("allowed").length, 1000);
+    const service = (helper.getNode("cfg0") as CapConfigNode).service;
+    assert.ok(service);
+    const given = await Promise.all(flow.out.of("allowed").map((m) => service.release((m.admission as { claims: never[] }).claims, { recipient: String(m.recipient) })));
+    assert.equal(given.reduce((sum, r) => sum + r.given, 0), 1000, `every slot given back, into cfg0 lease or the pool: ${JSON.stringify(given.slice(0, 2))}`);
+    // at once, on the other cap-config: one msg, then 499 in one tick
+    send("b", 1, 1);
+    await flow.out.until(1001, 10_000);
+    send("c", 499, 1);
+    await flow.out.until(1500, 30_000);
+    assert.equal(flow.out.of("skipped").length, 0, `${flow.out.of("skipped").length} of 500 refused while the total had 1,000 free`);
+    // the total has 500 left, part of them on cfg0's idle lease: what cfg1 cannot have now is refused, and says when it may
+    send("d", 1000, 1);
+    await flow.out.until(2500, 30_000);
+    const refused = flow.out.of("skipped");
+    assert.ok(refused.length >= 500, `${refused.length} refused`);
+    const waits = refused.map((m) => (m.admission as { retry_after_seconds?: number | null }).retry_after_seconds);
+    assert.ok(waits.every((w) => w === 1), `retry_after_seconds ${[...new Set(waits)].join(", ")}: cfg0's unspent slots come back within a second`);
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    send("e", 1000, 1);
+    await flow.out.until(3500, 30_000);
+    assert.equal(flow.out.of("allowed").length, 2000, "every slot of the total spent once: 1,000, given back, then 1,000 more");
+    await dropPrefix(redis, keyPrefix);
+  });
+
   it("two totals on one send: the rolling one refuses, the calendar-day one keeps only what was admitted", async () => {
     const keyPrefix = uniquePrefix("total-window");
     const rules = [

@@ -22,6 +22,30 @@ export const WINDOW_BUCKETS = 60;
 /** Near the end, a lease gets at most this share of what is left: the last slots are not stranded on one idle instance. */
 export const LEASE_SHARE = 4;
 
+/** A holder hands its unspent slots back after this long without a send (TotalLeases): a third of its lease, up to 1 s. */
+export function leaseIdleMs(leaseMs: number): number {
+  return Math.min(1000, Math.max(50, Math.floor(leaseMs / 3)));
+}
+
+/** A holder's lease id names its leaseMs ("<hex>~<ms>"), so another caller can tell when it has gone idle. */
+export function holderLeaseId(hex: string, leaseMs: number): string {
+  return `${hex}~${leaseMs}`;
+}
+
+/**
+ * From when another holder's lease (field `l<id>`) is the pool's: a holder
+ * that made no call (renewal) for leaseIdleMs has had no sends and hands its
+ * unspent slots back on its next sweep, so they are the pool's already, not
+ * stranded on an idle instance while the others refuse. An id that names no
+ * leaseMs (an older holder): at its expiry.
+ */
+function idleFrom(field: string, expires: number): number {
+  const tilde = field.indexOf("~");
+  const ms = tilde < 0 ? Number.NaN : Number(field.slice(tilde + 1));
+  if (!Number.isFinite(ms) || field.slice(tilde + 1) === "") return expires;
+  return Math.min(expires, expires - ms + leaseIdleMs(ms));
+}
+
 export interface QuotaLimit {
   max: number;
   /** 0 = lifetime: never resets; -1 = the limit the counter last saw (a give-back, which knows only the key) */
@@ -154,9 +178,14 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
       own = held;
       continue;
     }
+    const from = idleFrom(field, expires);
+    if (from <= nowMs) {
+      fields.delete(field);
+      continue;
+    }
     leased += held;
     leases += 1;
-    soonest = Math.min(soonest, expires - nowMs);
+    soonest = Math.min(soonest, from - nowMs);
   }
   const lapsed = own === undefined;
   // a lease never holds more than the max leaves it (the max was lowered, or another lease refilled the pool)
@@ -196,7 +225,9 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
   for (const g of r.refunds) {
     const taken = giveBack(g);
     takenFlags += taken ? "1" : "0";
-    if (taken && r.leaseId !== "") {
+    // back into the lease up to a grant's share of what is free, the rest to the pool: a burst of refunds does not
+    // strand the total on this instance while the others refuse
+    if (taken && r.leaseId !== "" && held < Math.max(1, Math.floor((r.max - used - leased) / LEASE_SHARE))) {
       held += 1;
       refunded += 1;
     }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { StoreUnavailableError } from "../errors";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
-import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "./quotaStep";
+import { holderLeaseId, leaseIdleMs, type GiveBack, type QuotaLimit, type QuotaOutcome, type QuotaRequest } from "./quotaStep";
 import { withTimeout } from "../withTimeout";
 
 /** A total cap as one send meets it: its shared counter and limit. */
@@ -179,7 +179,7 @@ export interface TotalLeasesOptions {
  * back after a second without sends, and on close.
  */
 export class TotalLeases {
-  readonly leaseId = randomBytes(8).toString("hex");
+  readonly leaseId: string;
   private readonly leases = new Map<string, Lease>();
   private readonly lane: Lane<QuotaRequest, QuotaOutcome>;
   private readonly now: () => number;
@@ -191,7 +191,8 @@ export class TotalLeases {
   constructor(private readonly options: TotalLeasesOptions) {
     this.lane = options.access.lane("quota", (store, items) => store.quota(items), { bounded: false });
     this.now = options.now ?? Date.now;
-    this.idleMs = Math.min(1000, Math.max(50, Math.floor(options.leaseMs / 3)));
+    this.idleMs = leaseIdleMs(options.leaseMs);
+    this.leaseId = holderLeaseId(randomBytes(8).toString("hex"), options.leaseMs);
     this.sweeper = setInterval(() => this.returnIdle(), this.idleMs);
     this.sweeper.unref();
   }
