@@ -36,3 +36,37 @@ export function asStoreFailure(err: unknown): StoreUnavailableError {
   const message = err instanceof Error ? err.message : String(err);
   return new StoreUnavailableError("error", `store error: ${message}`, err);
 }
+
+/**
+ * A cluster's refusal of a call over several keys of a slot that is being
+ * moved (some keys already on the new master): TRYAGAIN, or ioredis giving up
+ * after its redirections. The call did not run.
+ */
+export function isMidMigration(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  if (message.includes("TRYAGAIN") || message.includes("Too many Cluster redirections")) return true;
+  // a MULTI refused at queueing fails as EXECABORT, with the queued commands' refusals beside it
+  const previous = (err as { previousErrors?: unknown } | null)?.previousErrors;
+  return Array.isArray(previous) && previous.some((e) => isMidMigration(e));
+}
+
+/** waits between the tries of a call refused mid-move: about 1.3 s in all, within a hold's 2 s */
+const MID_MOVE_WAITS_MS = [10, 20, 40, 80, 160, 320, 640];
+
+/**
+ * Runs a call over several keys of one slot (the defer queue's) again while a
+ * cluster refuses it mid-move: the keys are on one master again once the
+ * slot's move ends, usually within milliseconds. A refused call did not run,
+ * so trying again neither holds nor acks anything twice.
+ */
+export async function retriedMidMove<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const wait = MID_MOVE_WAITS_MS[attempt];
+      if (wait === undefined || !isMidMigration(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}

@@ -7,6 +7,7 @@ import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../suppor
 import { deployGateFlow } from "../support/gateFlow";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedisCluster } from "../support/redisServer";
+import { deferHashTag } from "../../src/core/defer/redisDeferQueue";
 
 const run = promisify(execFile);
 
@@ -233,5 +234,39 @@ describe("a Redis Cluster reshards while a gate sends", function () {
       const notOptedOut = [...inSlot.filter((_, i) => i % 2 === 1), ...elsewhere];
       assert.deepEqual(notOptedOut.filter((r) => skippedAs(r).join() !== "duplicate_content"), [], "the first of a body passes, its copy is a duplicate");
     });
+  });
+
+  it("holds while the defer queue's slot is mid-move (its keys split over two masters, TRYAGAIN): none to Catch, each held msg released once (one msg, then 100 in one tick)", async () => {
+    const [first] = cluster.nodes;
+    assert.ok(first);
+    const owners = await slotOwners(first.port);
+    let keyPrefix = "";
+    let slot = -1;
+    for (let i = 0; slot < 0; i++) {
+      const prefix = uniquePrefix(`dqmove${i}`);
+      const s = calculateSlot(deferHashTag(prefix));
+      if (owners.get(s) === first.port) [keyPrefix, slot] = [prefix, s];
+    }
+    const flow = await deployGateFlow({
+      store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix, timeoutMs: 1000 }, gate: { deferMax: 60 },
+      rules: [{ id: "one", scope: "channel", channel: "sms", max_count: 1, window_seconds: 2, disposition: "defer" }],
+    });
+    const recipients = Array.from({ length: 101 }, (_, i) => `dq${i}`);
+    for (const r of recipients) flow.send({ recipient: r, channel: "sms", messageId: `first-${r}` });
+    await flow.out.until(recipients.length, 10_000);
+    // one held before the move: the queue's keys are in its slot
+    flow.send({ recipient: "dq0", channel: "sms", messageId: "held-dq0" });
+    await sleep(300);
+    await midMove(slot, async () => {
+      for (const r of recipients.slice(1)) flow.send({ recipient: r, channel: "sms", messageId: `held-${r}` });
+      await sleep(300);
+      assert.equal(flow.out.of("caught").length, 0, `${flow.out.of("caught").length} of 100 holds to Catch while the slot moved`);
+    });
+    await flow.out.until(2 * recipients.length, 15_000);
+    await sleep(500);
+    assert.equal(flow.out.of("caught").length, 0);
+    const released = flow.out.of("deferred").map((m) => String(m.messageId));
+    assert.equal(released.length, recipients.length, "each held msg released");
+    assert.deepEqual(new Set(released), new Set(recipients.map((r) => `held-${r}`)), "each once");
   });
 });

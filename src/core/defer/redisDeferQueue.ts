@@ -2,6 +2,7 @@ import type Redis from "ioredis";
 import type { Cluster } from "ioredis";
 import { encodeKeyPart } from "../keys";
 import { luaScript } from "../stores/luaScripts";
+import { retriedMidMove } from "../storeFaults";
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
   asError, checkLeaseUntil, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
@@ -131,9 +132,10 @@ export class RedisDeferQueue implements DeferQueue {
       try {
         const putArgs = [this.keyList.length, ...this.keyList, this.keys.base, MAX_MERGED, slice.length, ...slice.flatMap((s) => s.args)];
         const tagged = slice.filter((s) => s.tag !== undefined);
-        const reply = tagged.length === 0
-          ? await this.scripts.sendgateDeferPut(...(putArgs as [number, ...(string | number)[]]))
-          : await this.putTagged(putArgs as [number, ...(string | number)[]], tagged);
+        // on a cluster, the queue's slot mid-move refuses the call (TRYAGAIN) until its keys are on one master again
+        const reply = await retriedMidMove(() => (tagged.length === 0
+          ? this.scripts.sendgateDeferPut(...(putArgs as [number, ...(string | number)[]]))
+          : this.putTagged(putArgs as [number, ...(string | number)[]], tagged)));
         slice.forEach(({ index }, i) => {
           const id = String(reply[2 * i]);
           results[index] = Number(reply[2 * i + 1]) === 1 ? { id, collapsedInto: id } : { id };
@@ -149,7 +151,7 @@ export class RedisDeferQueue implements DeferQueue {
   async takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]> {
     this.open();
     checkTakeArgs(limit, leaseMs);
-    const [, ids, msgs, merged, dropped] = await this.scripts.sendgateDeferTake(this.keyList.length, ...this.keyList, this.keys.base, limit, Math.ceil(leaseMs));
+    const [, ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferTake(this.keyList.length, ...this.keyList, this.keys.base, limit, Math.ceil(leaseMs)));
     const { read, damaged } = this.readAll(ids, msgs, merged, dropped);
     // it can never be released: acked now, so it does not come back after every lease
     if (damaged.length > 0) await this.ack(damaged);
@@ -160,7 +162,7 @@ export class RedisDeferQueue implements DeferQueue {
     this.open();
     checkTakeArgs(limit, leaseMs);
     const keys = [...this.keyList, this.tagKey(checkTag(tag))];
-    const [, ids, msgs, merged, dropped] = await this.scripts.sendgateDeferTakeTagged(keys.length, ...keys, this.keys.base, limit, Math.ceil(leaseMs));
+    const [, ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferTakeTagged(keys.length, ...keys, this.keys.base, limit, Math.ceil(leaseMs)));
     const { read, damaged } = this.readAll(ids, msgs, merged, dropped);
     if (damaged.length > 0) await this.ack(damaged);
     return read;
@@ -169,13 +171,14 @@ export class RedisDeferQueue implements DeferQueue {
   async ack(ids: readonly string[]): Promise<void> {
     this.open();
     if (ids.length === 0) return;
-    await this.scripts.sendgateDeferAck(this.keyList.length, ...this.keyList, this.keys.base, ...ids);
+    // an ack refused mid-move and given up would let the released msgs come back after their lease, to go out twice
+    await retriedMidMove(() => this.scripts.sendgateDeferAck(this.keyList.length, ...this.keyList, this.keys.base, ...ids));
   }
 
   async dropExpired(limit: number): Promise<DeferredMsg[]> {
     this.open();
     checkLimit(limit);
-    const [ids, msgs, merged, dropped] = await this.scripts.sendgateDeferExpire(this.keyList.length, ...this.keyList, this.keys.base, limit);
+    const [ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferExpire(this.keyList.length, ...this.keyList, this.keys.base, limit));
     return this.readAll(ids, msgs, merged, dropped).read;
   }
 
@@ -254,7 +257,7 @@ export class RedisDeferQueue implements DeferQueue {
   }
 
   private async atomically(build: (m: ReturnType<RedisClient["multi"]>) => ReturnType<RedisClient["multi"]>): Promise<unknown[]> {
-    const replies = await build(this.client.multi()).exec();
+    const replies = await retriedMidMove(() => build(this.client.multi()).exec());
     if (!replies) throw new Error("defer queue: transaction aborted");
     return replies.map(([err, value]) => {
       if (err) throw err;

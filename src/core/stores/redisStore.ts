@@ -12,7 +12,7 @@ import type { GiveBack, QuotaOutcome, QuotaRequest } from "../totals/quotaStep";
 import { StoreUnavailableError } from "../errors";
 import { roundTrip } from "../sendQueue/roundTrip";
 import { markValue } from "../suppression/markValue";
-import { asStoreFailure } from "../storeFaults";
+import { asStoreFailure, isMidMigration } from "../storeFaults";
 
 type RedisClient = Redis | Cluster;
 type Arg = string | number | Buffer;
@@ -61,16 +61,6 @@ function connectionOptions(password: string | undefined): RedisOptions {
     // back within a quarter second of Redis returning: a gate recovers by itself, without a redeploy
     retryStrategy: (times: number) => Math.min(50 * times, 250),
   };
-}
-
-/**
- * A cluster's refusal of a call over several keys of a slot that is being
- * moved (some keys already on the new master): TRYAGAIN, or ioredis giving up
- * after its redirections. The call did not run.
- */
-function isMidMigration(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.includes("TRYAGAIN") || message.includes("Too many Cluster redirections");
 }
 
 function createClient(options: RedisStoreOptions): RedisClient {
