@@ -20,19 +20,7 @@ local stamp = stampOf(now)
 local limits, pos = readLimits(now)
 
 local out = { now }
-local fields, caps, kept, counted, firsts, held, heldAt, full = {}, {}, {}, {}, {}, {}, {}, {}
-
--- An admitted send whose entry another attempt wrote (a copy of the msg still in flight, or
--- one that went out) relies on that slot: the entry now belongs to the messageId (token 0, as
--- record.lua writes), so a give-back of that attempt, refused later, frees nothing the
--- admitted send needs. The attempt's own entry (a msg back with its own claim) stays its own.
--- `q`: the entry's offset in `v`; `token`: this attempt's 2 bytes.
-local ADOPTED = '\0\0'
-local function adopt(v, q, token)
-  local was = string.sub(v, q + STAMP + 4, q + ENTRY - 1)
-  if was == token or was == ADOPTED then return v end
-  return string.sub(v, 1, q + STAMP + 3) .. ADOPTED .. string.sub(v, q + ENTRY)
-end
+local fields, caps, kept, counted, firsts, held, full = {}, {}, {}, {}, {}, {}, {}
 
 -- the wait until cap i of the send being judged has a free slot
 local function retryOf(i, value)
@@ -59,10 +47,7 @@ for k = 1, #KEYS do
     kept[i] = keepAt > 1 and string.sub(v, keepAt) or v
     counted[i] = (#v - countAt + 1) / ENTRY
     firsts[i] = countAt
-    local at = findEntry(v, countAt, digest, STAMP)
-    held[i] = at and 1 or 0
-    -- its offset in kept[i]
-    heldAt[i] = at and at - keepAt + 1
+    held[i] = findEntry(v, countAt, digest, STAMP) and 1 or 0
     values[i] = v
     full[i] = held[i] == 0 and counted[i] >= cap.max
     if full[i] and not cap.shadow then blocked = true end
@@ -77,7 +62,6 @@ for k = 1, #KEYS do
     end
   else
     local entry = stamp .. tail
-    local token = string.sub(tail, 5, 6)
     local writes = {}
     local needed = 0
     for i = 1, n do
@@ -90,8 +74,6 @@ for k = 1, #KEYS do
         if held[i] == 0 then
           kept[i] = kept[i] .. entry
           count = count + 1
-        else
-          kept[i] = adopt(kept[i], heldAt[i], token)
         end
         writes[#writes + 1] = fields[i]
         writes[#writes + 1] = kept[i]

@@ -7,8 +7,7 @@
 --           attempt's token: src/core/suppression/markValue.ts), window ms
 -- Returns { per send: kind, a, b } where kind 1 opted out (a field, b entry), 2 duplicate
 -- (a first member, b ms left), 0 clear (a: 0 no mark asked, 1 made now, 2 already this
--- member's, a retry: another attempt's mark is then the bare messageId, which no give-back
--- deletes; b 0).
+-- member's, a retry; b 0).
 -- the messageId of a mark's value (a mark made before tokens is the bare messageId)
 local function memberOf(value)
   local at = string.find(value, '\0', 1, true)
@@ -36,17 +35,9 @@ while pos <= #ARGV do
     if redis.call('SET', mark, value, 'NX', 'PX', window) then
       a = 1
     else
-      local held = redis.call('GET', mark)
-      local first = memberOf(held)
+      local first = memberOf(redis.call('GET', mark))
       -- the same messageId again is a retry of the send that made the mark, not a duplicate
-      if first == memberOf(value) then
-        a = 2
-        -- another attempt's mark (a copy still in flight, or one that went out), relied on by this
-        -- admitted retry, becomes the messageId's: that attempt's give-back, refused later, leaves it
-        if held ~= value and held ~= first then redis.call('SET', mark, first, 'KEEPTTL') end
-      else
-        kind, a, b = 2, first, redis.call('PTTL', mark)
-      end
+      if first == memberOf(value) then a = 2 else kind, a, b = 2, first, redis.call('PTTL', mark) end
     end
   end
   out[#out + 1] = kind

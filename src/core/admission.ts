@@ -133,35 +133,6 @@ export function carried(previous: unknown): { claims: AdmissionClaim[]; trail: T
   };
 }
 
-/** The token of the msg's own claim of `kind` in this cap-config for `member`, when it comes back round with one. */
-function ownClaimToken(previous: unknown, kind: "cap" | "dup", configId: string, member: string): unknown {
-  if (typeof previous !== "object" || previous === null) return undefined;
-  const claims = (previous as { claims?: unknown }).claims;
-  if (!Array.isArray(claims)) return undefined;
-  for (const claim of claims as unknown[]) {
-    if (typeof claim !== "object" || claim === null) continue;
-    const c = claim as Partial<Record<string, unknown>>;
-    if (c.kind === kind && c.config === configId && c.member === member && c.token !== undefined) return c.token;
-  }
-  return undefined;
-}
-
-/**
- * The attempt token of the msg's own cap claim, when a flow loops the send
- * back into a gate of the same cap-config: the claim that finds that entry
- * finds its own, not a copy's, and a give-back of the msg still frees it.
- */
-export function ownCapToken(previous: unknown, configId: string, member: string): number | undefined {
-  const token = ownClaimToken(previous, "cap", configId, member);
-  return Number.isInteger(token) && (token as number) > 0 && (token as number) < 65536 ? (token as number) : undefined;
-}
-
-/** The same for the msg's own duplicate-content mark. */
-export function ownMarkToken(previous: unknown, configId: string, member: string): string | undefined {
-  const token = ownClaimToken(previous, "dup", configId, member);
-  return typeof token === "string" && token !== "" ? token : undefined;
-}
-
 let isoMs = Number.NaN;
 let isoText = "";
 

@@ -141,14 +141,9 @@ export class CapEngine {
     return (rules as Promise<readonly CapRule[]>).catch((err: unknown) => this.options.access.failed(send.org, send.channel, err));
   }
 
-  /**
-   * `ownToken`: the attempt token of this msg's own earlier claim (it came back
-   * round with it): its entries are still its own, so a give-back of the msg
-   * frees them. Without it the attempt gets a new token.
-   */
-  claim(send: Send, ownToken?: number): Promise<CapDecision> {
+  claim(send: Send): Promise<CapDecision> {
     if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
-    return this.underRules(send, this.claimUnderRules, ownToken);
+    return this.underRules(send, this.claimUnderRules, undefined);
   }
 
   /**
@@ -173,7 +168,7 @@ export class CapEngine {
     return got instanceof StoreUnavailableError ? Promise.resolve({ kind: "fail_open", error: got }) : then(send, got, arg);
   }
 
-  private readonly claimUnderRules = (send: Send, rules: readonly CapRule[], ownToken: number | undefined): Promise<CapDecision> => this.claimUnder(send, rules, ownToken);
+  private readonly claimUnderRules = (send: Send, rules: readonly CapRule[]): Promise<CapDecision> => this.claimUnder(send, rules);
   private readonly checkUnderRules = (send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> => this.checkUnder(send, rules, candidates);
 
   private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
@@ -240,17 +235,17 @@ export class CapEngine {
     }
   }
 
-  private claimUnder(send: Send, rules: readonly CapRule[], ownToken: number | undefined): Promise<CapDecision> {
+  private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
     const caps = this.capsFor(send, rules);
-    if (caps.some(isTotal)) return this.claimWithTotals(send, caps, ownToken);
+    if (caps.some(isTotal)) return this.claimWithTotals(send, caps);
     // an earlier send of this recipient waits for a total cap's slot: this one claims after it
     const behind = this.ownTurns.size === 0 || caps.length === 0 ? undefined : this.ownTurns.get((caps[0] as ApplicableCap).key);
-    return behind ? behind.then(() => this.claimCounters(send, caps, ownToken)) : this.claimCounters(send, caps, ownToken);
+    return behind ? behind.then(() => this.claimCounters(send, caps)) : this.claimCounters(send, caps);
   }
 
   /** The recipient's own caps: one atomic claim in its counter hash. */
-  private claimCounters(send: Send, caps: ApplicableCap[], ownToken: number | undefined): Promise<CapDecision> {
-    const attempt = { member: send.messageId, token: ownToken ?? claimToken() };
+  private claimCounters(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
+    const attempt = { member: send.messageId, token: claimToken() };
     if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt });
     const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
     return this.options.access.decide(send.org, send.channel, this.claims, request).then((outcome): CapDecision => {
@@ -272,9 +267,9 @@ export class CapEngine {
    * gives back what the other took, so a refused send consumes nothing. The
    * total slots are reported spent before the msg may leave.
    */
-  private claimWithTotals(send: Send, caps: ApplicableCap[], ownToken: number | undefined): Promise<CapDecision> {
+  private claimWithTotals(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     const only = caps.length === 1 ? (caps[0] as ApplicableCap) : undefined;
-    if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps, ownToken);
+    if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps);
     // one promise per send, settled by plain callbacks: a burst's sends wait here by the tens of thousands, and a
     // promise chain per step (the slot, then the spend's report) would keep each alive through several collections
     return new Promise((resolve, reject) => {
@@ -309,7 +304,7 @@ export class CapEngine {
     }, resolve, reject));
   }
 
-  private async claimTotalsAndOwn(send: Send, caps: ApplicableCap[], ownToken: number | undefined): Promise<CapDecision> {
+  private async claimTotalsAndOwn(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     let own: ApplicableCap[] = NO_CAPS;
     let totals = caps;
     for (const cap of caps) {
@@ -326,7 +321,7 @@ export class CapEngine {
     const turn = key !== undefined && (slots.some((slot) => slot !== true) || this.ownTurns.has(key)) ? this.takeTurn(key) : undefined;
     try {
       if (turn?.behind) await turn.behind;
-      return await this.claimTotalsThenOwn(send, own, totals, slots, turn, ownToken);
+      return await this.claimTotalsThenOwn(send, own, totals, slots, turn);
     } finally {
       turn?.done();
     }
@@ -352,7 +347,6 @@ export class CapEngine {
 
   private async claimTotalsThenOwn(
     send: Send, own: ApplicableCap[], totals: ApplicableCap[], slots: ReturnType<TotalLeases["reserve"]>[], turn: { done: () => void } | undefined,
-    ownToken: number | undefined,
   ): Promise<CapDecision> {
     const reserved: ApplicableCap[] = [];
     let shadowTotals: ShadowRefusal[] | undefined;
@@ -374,10 +368,10 @@ export class CapEngine {
       turn?.done();
       return this.withOwnBlocking(own, refusal);
     }
-    if (failure) return this.totalsFailed(send, own, failure, reserved, turn, ownToken);
+    if (failure) return this.totalsFailed(send, own, failure, reserved, turn);
     let decision: CapDecision | undefined;
     try {
-      const claimed = own.length === 0 ? undefined : this.claimCounters(send, own, ownToken);
+      const claimed = own.length === 0 ? undefined : this.claimCounters(send, own);
       // sent: the recipient's next send may claim now, after this one
       turn?.done();
       decision = await claimed;
@@ -471,12 +465,10 @@ export class CapEngine {
    * may refuse the msg); the msg leaves with that claim on it, to be given
    * back. Closed, nothing is claimed and access.failed throws, for Catch.
    */
-  private async totalsFailed(
-    send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined, ownToken: number | undefined,
-  ): Promise<CapDecision> {
+  private async totalsFailed(send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined): Promise<CapDecision> {
     this.cancel(reserved);
     if (own.length === 0 || this.options.access.failMode === "closed") return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure) };
-    const claimed = this.claimCounters(send, own, ownToken);
+    const claimed = this.claimCounters(send, own);
     turn?.done();
     const decision = await claimed;
     if (decision.kind !== "allowed") return decision;

@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
-import { allowedAdmission, capAdmission, carried, failReason, isoAt, ownCapToken } from "../core/admission";
+import { allowedAdmission, capAdmission, carried, failReason, isoAt } from "../core/admission";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
 import { HeldOrder } from "../core/deferral/heldOrder";
@@ -84,7 +84,7 @@ export default function register(RED: NodeAPI): void {
     async function claim(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
       const read = readSend(msg, service, lineUp);
       const sendData = read instanceof Promise ? await read : read;
-      const decision = await service.engine.claim(sendData, ownCapToken(msg.admission, (config as CapConfigNode).id, sendData.messageId));
+      const decision = await service.engine.claim(sendData);
       const admission = capAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
       });

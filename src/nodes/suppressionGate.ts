@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
-import { ownMarkToken, suppressionAdmission } from "../core/admission";
+import { suppressionAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
@@ -64,7 +64,7 @@ export default function register(RED: NodeAPI): void {
       const raw = read instanceof Promise ? await read : read;
       const sendData = parseSend(raw, service.sendRules);
       lineUp(sendData);
-      const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number, ownMarkToken(msg.admission, (config as CapConfigNode).id, sendData.messageId));
+      const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number);
       const admission = suppressionAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
       });

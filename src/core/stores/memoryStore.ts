@@ -41,33 +41,21 @@ export type Clock = () => number;
 
 const wallClock: Clock = () => Math.floor(performance.timeOrigin + performance.now());
 
-/** A counter's entries at `now`: those still kept, and of them the ones that count; `heldAt`: the member's first counted entry in `kept`. */
-function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, now: number, digest: number): { kept: Entry[]; times: number[]; held: boolean; heldAt: number } {
+/** A counter's entries at `now`: those still kept, and of them the ones that count. */
+function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, now: number, digest: number): { kept: Entry[]; times: number[]; held: boolean } {
   const { from, keepFrom } = counterBounds(spec, now);
   const kept: Entry[] = [];
   const times: number[] = [];
-  let heldAt = -1;
+  let held = false;
   for (const entry of entries ?? []) {
     if (entry[0] < keepFrom) continue;
     kept.push(entry);
     if (entry[0] >= from) {
       times.push(entry[0]);
-      if (heldAt < 0 && entry[1] === digest) heldAt = kept.length - 1;
+      if (entry[1] === digest) held = true;
     }
   }
-  return { kept, times, held: heldAt >= 0, heldAt };
-}
-
-/**
- * An admitted send whose entry another attempt wrote (a copy still in flight,
- * or one that went out) relies on that slot: the entry becomes the
- * messageId's (RECORD_TOKEN), so a give-back of that attempt, refused later,
- * frees nothing the admitted send needs (lua/claim.lua adopt). The attempt's
- * own entry stays its own.
- */
-function adopt(kept: Entry[], at: number, token: number): void {
-  const entry = kept[at] as Entry;
-  if (entry[2] !== token && entry[2] !== RECORD_TOKEN) kept[at] = [entry[0], entry[1], RECORD_TOKEN];
+  return { kept, times, held };
 }
 
 /** What a map holds under `key` and has not expired at `now`: an expired one is dropped, as Redis would. */
@@ -269,7 +257,6 @@ export class MemoryStore implements AdmissionStore {
         if (full[i]) return;
         const r = read[i] as (typeof read)[number];
         if (!r.held) r.kept.push([now, digest, request.token]);
-        else adopt(r.kept, r.heldAt, request.token);
         (counters[i] as CounterOutcome).count = r.held ? r.times.length : r.times.length + 1;
         this.write(request.key, spec, r.kept, now);
       });
@@ -325,11 +312,7 @@ export class MemoryStore implements AdmissionStore {
       return { kind: "clear", mark: "new" };
     }
     const first = markMember(mark.member);
-    if (first === check.member) {
-      // another attempt's mark, relied on by this admitted retry, becomes the messageId's (lua/suppression.lua)
-      if (mark.member !== first && mark.member !== markValue(check.member, check.token)) this.marks.set(check.markKey, { member: first, expiresAt: mark.expiresAt });
-      return { kind: "clear", mark: "held" };
-    }
+    if (first === check.member) return { kind: "clear", mark: "held" };
     return { kind: "duplicate", firstMember: first, retryAfterMs: Math.max(0, mark.expiresAt - now) };
   }
 

@@ -83,18 +83,14 @@ export class SuppressionEngine {
     return recipientToken(recipient, this.options.hmacSecret);
   }
 
-  /**
-   * One store round trip: the block list, then (when on) the duplicate-content
-   * mark. `ownToken`: the token of the msg's own mark (it came back round with
-   * it), which it finds as its own; else the attempt gets a new one.
-   */
-  async check(send: Send, body: unknown, duplicateWindowSeconds: number, ownToken?: string): Promise<SuppressionDecision> {
+  /** One store round trip: the block list, then (when on) the duplicate-content mark. */
+  async check(send: Send, body: unknown, duplicateWindowSeconds: number): Promise<SuppressionDecision> {
     const recipient = this.token(send.recipient);
     const listKey = blockListKey(this.options.keyPrefix, send.org, recipient);
     const markKey = duplicateWindowSeconds > 0
       ? duplicateMarkKey(this.options.keyPrefix, send.org, recipient, send.channel, bodyHash(body))
       : undefined;
-    const token = ownToken ?? markToken();
+    const token = markToken();
     const outcome = await this.options.access.decide(send.org, send.channel, this.checks, {
       listKey, channel: send.channel, member: send.messageId, token, markWindowMs: duplicateWindowSeconds * 1000,
       ...(markKey !== undefined ? { markKey } : {}),
