@@ -34,10 +34,11 @@ local function giveBacks(packed)
   return out
 end
 
--- When another holder's lease is the pool's: its holder names its leaseMs in its id ("<hex>~<ms>"),
--- and a holder that made no call for a third of it (up to 1 s) has had no sends and hands its unspent
--- slots back on its next idle sweep (src/core/totals/quotaStep.ts leaseIdleMs); they are the pool's
--- already, not stranded on an idle instance while the others refuse. An id without it: at its expiry.
+-- When another holder's unspent slots may come back: its holder names its leaseMs in its id
+-- ("<hex>~<ms>"), and a holder without sends hands its unspent slots back a third of it (up to 1 s)
+-- after its last call (src/core/totals/quotaStep.ts leaseIdleMs), far sooner than its lease expires.
+-- An id without it: at its expiry. (The lease is not taken from it then: slots its sends reserved
+-- stay theirs while their recipients' caps answer.)
 local function idleFrom(field, expires)
   local tilde = string.find(field, '~', 1, true)
   local ms = tilde and tonumber(string.sub(field, tilde + 1))
@@ -93,14 +94,12 @@ local function step(key, givenKey, a)
       elseif field == ownField then
         own = held
       else
+        leased = leased + held
+        leases = leases + 1
+        -- past it, its holder did not hand them back (its sends still use them): at its expiry
         local from = idleFrom(field, expires)
-        if from <= now then
-          redis.call('HDEL', key, field)
-        else
-          leased = leased + held
-          leases = leases + 1
-          soonest = math.min(soonest, from - now)
-        end
+        if from <= now then from = expires end
+        soonest = math.min(soonest, from - now)
       end
     end
   end

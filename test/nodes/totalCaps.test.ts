@@ -249,7 +249,7 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     await dropPrefix(redis, keyPrefix);
   });
 
-  it("two cap-configs on one Redis: give-backs on one do not strand the total there, and the other's refusals name the second an idle lease comes back, not the lease's 10 s (a single msg, then bursts)", async () => {
+  it("two cap-configs on one Redis: give-backs on one do not strand the total there, and the other's refusals name the second an idle holder hands its slots back, not the lease's 10 s (a single msg, then bursts)", async () => {
     const keyPrefix = uniquePrefix("total-strand");
     const flow = await deployGateFlow({ store: "redis", instances: 2, config: { keyPrefix, timeoutMs: 1000 }, rules: [AD_TOTAL] });
     const send = (tag: string, count: number, instance: number): void => {
@@ -275,7 +275,8 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     assert.ok(refused.length >= 500, `${refused.length} refused`);
     const waits = refused.map((m) => (m.admission as { retry_after_seconds?: number | null }).retry_after_seconds);
     assert.ok(waits.every((w) => w === 1), `retry_after_seconds ${[...new Set(waits)].join(", ")}: cfg0's unspent slots come back within a second`);
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // cfg0, idle since its burst, hands its unspent slots back within 2 s (its sweep, every second, returns a lease unused for a second)
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     send("e", 1000, 1);
     await flow.out.until(3500, 30_000);
     assert.equal(flow.out.of("allowed").length, 2000, "every slot of the total spent once: 1,000, given back, then 1,000 more");

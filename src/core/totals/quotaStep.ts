@@ -33,11 +33,12 @@ export function holderLeaseId(hex: string, leaseMs: number): string {
 }
 
 /**
- * From when another holder's lease (field `l<id>`) is the pool's: a holder
- * that made no call (renewal) for leaseIdleMs has had no sends and hands its
- * unspent slots back on its next sweep, so they are the pool's already, not
- * stranded on an idle instance while the others refuse. An id that names no
- * leaseMs (an older holder): at its expiry.
+ * When another holder's unspent slots (field `l<id>`) may come back: a holder
+ * without sends hands them back leaseIdleMs after its last call, far sooner
+ * than its lease expires; a refusal's retry_after names that. An id that
+ * names no leaseMs (an older holder): at its expiry. The lease is not taken
+ * from it then: slots its sends reserved stay theirs while their recipients'
+ * caps answer.
  */
 function idleFrom(field: string, expires: number): number {
   const tilde = field.indexOf("~");
@@ -178,14 +179,11 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
       own = held;
       continue;
     }
-    const from = idleFrom(field, expires);
-    if (from <= nowMs) {
-      fields.delete(field);
-      continue;
-    }
     leased += held;
     leases += 1;
-    soonest = Math.min(soonest, from - nowMs);
+    // past it, its holder did not hand them back (its sends still use them): at its expiry
+    const from = idleFrom(field, expires);
+    soonest = Math.min(soonest, (from > nowMs ? from : expires) - nowMs);
   }
   const lapsed = own === undefined;
   // a lease never holds more than the max leaves it (the max was lowered, or another lease refilled the pool)
