@@ -10,7 +10,9 @@
 -- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then one per send:
 --           "<tail>,<field>,<limit index>,...": its entry's tail as a number (member digest ×
 --           65536 + attempt token), then per cap its field and limit index (readItem)
--- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (1|0), retry ms }
+-- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (0 no; 1 this
+--           attempt's entry, or a record's; 2 another attempt's, which this admitted send now holds
+--           too: lib/counter_entries.lua coHold), retry ms }
 -- retry ms: -1 not full; else the cap is full for this send (an enforced cap blocks it, a
 -- shadow cap would have): -2 never frees (max 0), else ms until a free slot.
 -- @include counter_entries
@@ -20,7 +22,7 @@ local stamp = stampOf(now)
 local limits, pos = readLimits(now)
 
 local out = { now }
-local fields, caps, kept, counted, firsts, held, full = {}, {}, {}, {}, {}, {}, {}
+local fields, caps, kept, counted, firsts, held, heldAt, full = {}, {}, {}, {}, {}, {}, {}, {}
 
 -- the wait until cap i of the send being judged has a free slot
 local function retryOf(i, value)
@@ -47,7 +49,8 @@ for k = 1, #KEYS do
     kept[i] = keepAt > 1 and string.sub(v, keepAt) or v
     counted[i] = (#v - countAt + 1) / ENTRY
     firsts[i] = countAt
-    held[i] = findEntry(v, countAt, digest, STAMP) and 1 or 0
+    heldAt[i] = findEntry(v, countAt, digest, STAMP)
+    held[i] = heldAt[i] and 1 or 0
     values[i] = v
     full[i] = held[i] == 0 and counted[i] >= cap.max
     if full[i] and not cap.shadow then blocked = true end
@@ -62,6 +65,7 @@ for k = 1, #KEYS do
     end
   else
     local entry = stamp .. tail
+    local token = string.sub(tail, 5, 6)
     local writes = {}
     local needed = 0
     for i = 1, n do
@@ -74,6 +78,13 @@ for k = 1, #KEYS do
         if held[i] == 0 then
           kept[i] = kept[i] .. entry
           count = count + 1
+        else
+          local owner = string.sub(values[i], heldAt[i] + STAMP + 4, heldAt[i] + ENTRY - 1)
+          if owner ~= token and owner ~= RECORDED then
+            held[i] = 2
+            writes[#writes + 1] = fields[i] .. CO
+            writes[#writes + 1] = coHold(redis.call('HGET', key, fields[i] .. CO), tail)
+          end
         end
         writes[#writes + 1] = fields[i]
         writes[#writes + 1] = kept[i]

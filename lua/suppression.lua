@@ -7,11 +7,22 @@
 --           attempt's token: src/core/suppression/markValue.ts), window ms
 -- Returns { per send: kind, a, b } where kind 1 opted out (a field, b entry), 2 duplicate
 -- (a first member, b ms left), 0 clear (a: 0 no mark asked, 1 made now, 2 already this
--- member's, a retry; b 0).
+-- member's, a retry, and this attempt's own; 3 another attempt's of this member (a copy of the
+-- msg), which this attempt now holds too: its token is added to the mark's value, and a
+-- give-back removes one token, the mark going with the last; b 0).
 -- the messageId of a mark's value (a mark made before tokens is the bare messageId)
 local function memberOf(value)
   local at = string.find(value, '\0', 1, true)
   return at and string.sub(value, 1, at - 1) or value
+end
+-- the token of an attempt's value (messageId NUL token)
+local function tokenOf(value)
+  local at = string.find(value, '\0', 1, true)
+  return at and string.sub(value, at + 1) or ''
+end
+-- whether a mark's value (messageId, then NUL and a token per attempt holding it) lists `token`
+local function hasToken(held, token)
+  return string.find(held .. '\0', '\0' .. token .. '\0', 1, true) ~= nil
 end
 local out = {}
 local k, pos = 1, 1
@@ -35,9 +46,18 @@ while pos <= #ARGV do
     if redis.call('SET', mark, value, 'NX', 'PX', window) then
       a = 1
     else
-      local first = memberOf(redis.call('GET', mark))
+      local held = redis.call('GET', mark)
+      local first = memberOf(held)
       -- the same messageId again is a retry of the send that made the mark, not a duplicate
-      if first == memberOf(value) then a = 2 else kind, a, b = 2, first, redis.call('PTTL', mark) end
+      if first ~= memberOf(value) then
+        kind, a, b = 2, first, redis.call('PTTL', mark)
+      elseif held == first or hasToken(held, tokenOf(value)) then
+        -- this attempt's own mark, or one made before tokens (no attempt gives it back)
+        a = 2
+      else
+        redis.call('SET', mark, held .. '\0' .. tokenOf(value), 'KEEPTTL')
+        a = 3
+      end
     end
   end
   out[#out + 1] = kind

@@ -83,6 +83,34 @@ end
 
 -- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
 -- minute of slack, so the next writes need not extend it again)
+-- An entry's token when a record made it (no attempt gives it back)
+local RECORDED = '\0\0'
+
+-- Attempts that hold another attempt's entry (two copies of one send in flight, the second
+-- admitted as a retry of the first) are listed in the field <counter>!co: their tails (digest,
+-- token; 6 bytes each). A give-back of the entry's own attempt then hands the entry to one of
+-- them instead of removing it, so the slot stays while any attempt that relies on it may still
+-- go out, and goes with the last give-back. ('!' never appears in an encoded counter field.)
+local CO, TAIL = '!co', 6
+
+-- the offset of the first tail in a co-holder list that starts with `bytes` (a whole tail, or a
+-- digest), or nil
+local function findTail(list, bytes)
+  local at = string.find(list, bytes, 1, true)
+  while at do
+    if (at - 1) % TAIL == 0 then return at end
+    at = string.find(list, bytes, at + 1, true)
+  end
+  return nil
+end
+
+-- the co-holder list with `tail` in it (once)
+local function coHold(list, tail)
+  list = list or ''
+  if findTail(list, tail) then return list end
+  return list .. tail
+end
+
 local function writeCounters(key, writes, now, needed)
   redis.call('HSET', key, unpack(writes))
   local ttl = redis.call('PTTL', key)

@@ -189,15 +189,15 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       // every msg that passes comes here: loops and one object of a fixed shape, not spreads and closures
       const { caps, outcome } = decision;
       const counters = outcome.counters;
-      // only slots taken now are this msg's to give back: a retry's slots belong to the first attempt,
-      // and a shadow cap that would have refused took none
+      // only slots taken now, or held with the attempt that took them (coHeld), are this msg's to give back: a
+      // retry of a send that went out holds nothing, and a shadow cap that would have refused took none
       const taken: ApplicableCap[] = [];
       // free slots of the enforced caps: shadow caps never stop a send
       let remaining: number | undefined;
       for (let i = 0; i < caps.length; i++) {
         const cap = caps[i] as ApplicableCap;
         const counter = counters[i];
-        if (counter?.alreadyHeld === false && counter.wouldRefuse !== true) taken.push(cap);
+        if ((counter?.alreadyHeld === false || counter?.coHeld === true) && counter.wouldRefuse !== true) taken.push(cap);
         if (cap.rule.enforcement === "shadow") continue;
         const left = Math.max(0, cap.max - (counter?.count ?? 0));
         remaining = remaining === undefined ? left : Math.min(remaining, left);

@@ -480,7 +480,10 @@ export class CapEngine {
     let taken: ApplicableCap[];
     let attempt: ClaimAttempt;
     if (decision.kind === "allowed") {
-      taken = decision.caps.filter((_, i) => decision.outcome.counters[i]?.alreadyHeld === false && decision.outcome.counters[i]?.wouldRefuse !== true);
+      taken = decision.caps.filter((_, i) => {
+        const counter = decision.outcome.counters[i];
+        return (counter?.alreadyHeld === false || counter?.coHeld === true) && counter.wouldRefuse !== true;
+      });
       attempt = decision.attempt;
     } else if (decision.kind === "fail_open" && decision.caps && decision.attempt) {
       taken = decision.caps;

@@ -212,6 +212,71 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal((await claim("m2", [cap])).allowed, true, "the slot is free again");
     });
 
+    it("a copy of a msg admitted on its first attempt's entry holds it too: the slot goes only with the last of their give-backs, in either order; the attempt's own entry found again is only its own", async () => {
+      const cap = spec("co", 1);
+      assert.equal((await claim("m1", [cap], { token: 21 })).allowed, true);
+      const own = await claim("m1", [cap], { token: 21 });
+      assert.deepEqual([own.allowed, own.counters[0]?.alreadyHeld, own.counters[0]?.coHeld ?? false], [true, true, false], "the same attempt again holds nothing more");
+      const copy = await claim("m1", [cap], { token: 22 });
+      assert.deepEqual([copy.allowed, copy.counters[0]?.alreadyHeld, copy.counters[0]?.coHeld], [true, true, true]);
+      assert.equal(await release("m1", 21, ["co"]), 0, "the first attempt's give-back hands the entry to the copy");
+      assert.equal((await claim("m2", [cap])).allowed, false, "the copy still holds the slot");
+      assert.equal(await release("m1", 22, ["co"]), 1, "the last give-back frees it");
+      assert.equal((await claim("m2", [cap], { token: 5 })).allowed, true);
+      // the other order: the copy first
+      assert.equal(await release("m2", 5, ["co"]), 1);
+      assert.equal((await claim("m3", [cap], { token: 31 })).allowed, true);
+      assert.equal((await claim("m3", [cap], { token: 32 })).counters[0]?.coHeld, true);
+      assert.equal(await release("m3", 32, ["co"]), 0);
+      assert.equal((await claim("m4", [cap])).allowed, false, "the first attempt still holds it");
+      assert.equal(await release("m3", 31, ["co"]), 1);
+      assert.equal((await claim("m4", [cap])).allowed, true);
+    });
+
+    it("a copy refused by another cap holds nothing: the first attempt's give-back frees its slot", async () => {
+      const wide = spec("co-wide", 2);
+      const full = spec("co-full", 1);
+      assert.equal((await claim("m1", [wide], { token: 1 })).allowed, true);
+      assert.equal((await claim("other", [full], { token: 1 })).allowed, true);
+      assert.equal((await claim("m1", [wide, full], { token: 2 })).allowed, false);
+      assert.equal(await release("m1", 1, ["co-wide"]), 1);
+    });
+
+    it("a batch of 1,000 recipients' first attempts and copies: releasing the first attempts frees nothing, releasing the copies too frees every slot", async () => {
+      const cap = spec("co-burst", 1);
+      const items = Array.from({ length: 1_000 }, (_, i) => [1, 2].map((token) => ({ key: key(`c${i}`), member: `m${i}`, token, counters: [cap] }))).flat();
+      const outcomes = (await store.claim(items)).map(answered);
+      assert.ok(outcomes.every((o) => o.allowed));
+      assert.equal(outcomes.filter((o) => o.counters[0]?.coHeld === true).length, 1_000);
+      const giveBack = async (token: number) => (await store.release(Array.from({ length: 1_000 }, (_, i) => ({ kind: "cap" as const, key: key(`c${i}`), member: `m${i}`, token, fields: ["co-burst"] })))).map(answered).reduce((a, b) => a + b, 0);
+      const later = async (tag: string) => (await store.claim(Array.from({ length: 1_000 }, (_, i) => ({ key: key(`c${i}`), member: `${tag}${i}`, token: 9, counters: [cap] })))).map(answered).filter((o) => o.allowed).length;
+      assert.equal(await giveBack(1), 0);
+      assert.equal(await later("n"), 0, "each copy still holds its recipient's slot");
+      assert.equal(await giveBack(2), 1_000);
+      assert.equal(await later("p"), 1_000, "every slot came back");
+    });
+
+    it("a duplicate mark held by two attempts of one msg goes with the last give-back, in either order", async () => {
+      const listKey = `${prefix}:{o|r}:s`;
+      const mark = `${prefix}:{o|r}:d:sms:co`;
+      const check = async (member: string, token: string) => answered((await store.checkSuppression([{ listKey, channel: "sms", member, token, markKey: mark, markWindowMs: 60_000 }]))[0]);
+      const giveBack = async (member: string, token: string) => answered((await store.release([{ kind: "mark", key: mark, value: markValue(member, token) }]))[0]);
+      assert.deepEqual(await check("m1", "a"), { kind: "clear", mark: "new" });
+      assert.deepEqual(await check("m1", "a"), { kind: "clear", mark: "held" }, "the same attempt again");
+      assert.deepEqual(await check("m1", "b"), { kind: "clear", mark: "joined" });
+      assert.deepEqual(await check("m1", "b"), { kind: "clear", mark: "held" });
+      assert.equal(await giveBack("m1", "a"), 0, "the copy still holds it");
+      assert.equal((await check("m2", "x")).kind, "duplicate");
+      assert.equal(await giveBack("m1", "b"), 1);
+      assert.deepEqual(await check("m2", "x"), { kind: "clear", mark: "new" });
+      assert.deepEqual(await check("m2", "y"), { kind: "clear", mark: "joined" });
+      assert.equal(await giveBack("m2", "y"), 0);
+      assert.equal(await giveBack("m2", "z"), 0, "an attempt that never held it gives nothing back");
+      assert.equal((await check("m3", "q")).kind, "duplicate");
+      assert.equal(await giveBack("m2", "x"), 1);
+      assert.deepEqual(await check("m3", "q"), { kind: "clear", mark: "new" });
+    });
+
     it("keeps one calendar counter whatever the zone: a send counts what came since its own period began", async () => {
       const now = Date.now();
       const day = 86_400_000;
@@ -257,7 +322,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const mark = `${prefix}:{o|r}:d:sms:retry`;
       const check = async (member: string, token: string) => answered((await store.checkSuppression([{ listKey, channel: "sms", member, token, markKey: mark, markWindowMs: 60_000 }]))[0]);
       assert.deepEqual(await check("m1", "first"), { kind: "clear", mark: "new" });
-      assert.deepEqual(await check("m1", "retry"), { kind: "clear", mark: "held" }, "the same messageId is a retry");
+      assert.deepEqual(await check("m1", "retry"), { kind: "clear", mark: "joined" }, "the same messageId is a retry, which holds the mark too");
       assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "retry") }]), [0], "the retry made no mark");
       const dup = await check("m2", "other");
       assert.equal(dup.kind, "duplicate");

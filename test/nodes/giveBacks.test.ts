@@ -40,6 +40,61 @@ describe("give-backs touch only what the msg itself took", function () {
     });
   }
 
+  for (const store of ["memory", "redis"] as const) {
+    for (const both of [false, true]) {
+      it(`two copies of one send in flight (${store}), ${both ? "both released (the provider failed both): the slot comes back" : "the one that took the slot released, the other sent: the slot stays"}; 1 recipient, then 1,000 in one tick`, async () => {
+        const chain = await deployChain({ store, keyPrefix: uniquePrefix("copies"), rules: ONE_A_DAY, config: { timeoutMs: 1000 } });
+        const run = async (count: number, first: number): Promise<void> => {
+          const before = chain.out.total();
+          for (let i = first; i < first + count; i++) for (let c = 0; c < 2; c++) chain.node("capA").receive({ recipient: `c${i}`, channel: "sms", messageId: `m${i}` });
+          await chain.out.until(before + 2 * count, 20_000);
+          const sent = chain.out.sequence.slice(before).map((s) => s.msg);
+          assert.equal(sent.filter((m) => chain.out.of("sent").includes(m)).length, 2 * count, "both copies pass: the second is a retry of the first");
+          const holders = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "cap"));
+          assert.equal(holders.length, 2 * count, "the first copy took the slot, the second holds it too: each can give it back");
+          // the copy that took the slot (the first of each pair to arrive) fails at the provider; with both, the other too
+          const seen = new Set<string>();
+          const firsts = both ? sent : sent.filter((m) => !seen.has(String(m.messageId)) && seen.add(String(m.messageId)));
+          for (const m of firsts) chain.node("release").receive(structuredClone(m));
+          await chain.out.until(before + 2 * count + firsts.length, 20_000);
+          for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `c${i}`, channel: "sms", messageId: `later${i}` });
+          await chain.out.until(before + 3 * count + firsts.length, 20_000);
+          const later = chain.out.sequence.slice(before + 2 * count + firsts.length).map((s) => s.msg).filter((m) => String(m.messageId).startsWith("later"));
+          const skipped = later.filter((m) => reasonOf(m) === "frequency_capped").length;
+          if (both) assert.equal(skipped, 0, `${skipped} of ${count} recipients refused for a slot no send went out on`);
+          else assert.equal(skipped, count, `${count - skipped} of ${count} recipients got a second send past a cap of 1 a day`);
+        };
+        await run(1, 0);
+        await run(1_000, 1);
+      });
+
+      it(`two copies of one body in flight (${store}), ${both ? "both released: the body is free again" : "the one that made the mark released, the other sent: the mark stays"}; 1 recipient, then 500 in one tick`, async () => {
+        const chain = await deployChain({ store, keyPrefix: uniquePrefix("dupcopies"), rules: [], config: { timeoutMs: 1000 } });
+        const run = async (count: number, first: number): Promise<void> => {
+          const before = chain.out.total();
+          for (let i = first; i < first + count; i++) for (let c = 0; c < 2; c++) chain.node("sup").receive({ recipient: `d${i}`, channel: "sms", messageId: `m${i}`, payload: `body ${i}` });
+          await chain.out.until(before + 2 * count, 20_000);
+          const sent = chain.out.sequence.slice(before).map((s) => s.msg);
+          const holders = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "dup"));
+          assert.equal(holders.length, 2 * count, "each copy holds the mark");
+          // the copy that made the mark (the first of each pair to arrive) fails; with both, the other too
+          const seen = new Set<string>();
+          const firsts = both ? sent : sent.filter((m) => !seen.has(String(m.messageId)) && seen.add(String(m.messageId)));
+          for (const m of firsts) chain.node("release").receive(structuredClone(m));
+          await chain.out.until(before + 2 * count + firsts.length, 20_000);
+          for (let i = first; i < first + count; i++) chain.node("sup").receive({ recipient: `d${i}`, channel: "sms", messageId: `again${i}`, payload: `body ${i}` });
+          await chain.out.until(before + 3 * count + firsts.length, 20_000);
+          const again = chain.out.sequence.slice(before + 2 * count + firsts.length).map((s) => s.msg).filter((m) => String(m.messageId).startsWith("again"));
+          const dups = again.filter((m) => reasonOf(m) === "duplicate_content").length;
+          if (both) assert.equal(dups, 0, `${dups} of ${count} bodies refused as duplicates of sends that never went out`);
+          else assert.equal(dups, count, `${count - dups} of ${count} bodies sent twice`);
+        };
+        await run(1, 0);
+        await run(500, 1);
+      });
+    }
+  }
+
   it("a timed-out retry, released, does not free the slot its first attempt holds", async () => {
     const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
     await own.start();

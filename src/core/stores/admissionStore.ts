@@ -24,6 +24,12 @@ export interface CounterOutcome {
   count: number;
   /** this messageId already held a slot in the counter */
   alreadyHeld: boolean;
+  /**
+   * that slot was another attempt's (a copy of the msg still in flight, or one
+   * that went out), and this admitted attempt now holds it too: the slot goes
+   * only once every attempt holding it was given back
+   */
+  coHeld?: boolean;
   /** ms until this counter has a free slot; null when it is not full for this send, or never frees (max 0) */
   retryAfterMs: number | null;
   /** an enforced cap that refuses this send */
@@ -124,8 +130,13 @@ export interface SuppressionCheck {
 }
 
 export type SuppressionOutcome =
-  /** mark: "new" made by this call, "held" already this member's (a retry), "none" not asked for */
-  | { kind: "clear"; mark: "new" | "held" | "none" }
+  /**
+   * mark: "new" made by this call; "held" already this member's (a retry) and
+   * this attempt's own; "joined" another attempt's of this member (a copy of
+   * the msg), which this attempt now holds too (the mark goes with the last
+   * give-back); "none" not asked for
+   */
+  | { kind: "clear"; mark: "new" | "held" | "joined" | "none" }
   | { kind: "listed"; field: string; entry: string }
   | { kind: "duplicate"; firstMember: string; retryAfterMs: number };
 

@@ -2,7 +2,7 @@ import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
-import { markMember, markValue } from "../suppression/markValue";
+import { joinedMark, markMember, markTokens, markValue, withoutMarkToken } from "../suppression/markValue";
 import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
@@ -41,21 +41,31 @@ export type Clock = () => number;
 
 const wallClock: Clock = () => Math.floor(performance.timeOrigin + performance.now());
 
-/** A counter's entries at `now`: those still kept, and of them the ones that count. */
-function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, now: number, digest: number): { kept: Entry[]; times: number[]; held: boolean } {
+/** A counter's entries at `now`: those still kept, and of them the ones that count; `holder`: the token of the member's counted entry. */
+function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, now: number, digest: number): { kept: Entry[]; times: number[]; held: boolean; holder: number } {
   const { from, keepFrom } = counterBounds(spec, now);
   const kept: Entry[] = [];
   const times: number[] = [];
-  let held = false;
+  let holder = -1;
   for (const entry of entries ?? []) {
     if (entry[0] < keepFrom) continue;
     kept.push(entry);
     if (entry[0] >= from) {
       times.push(entry[0]);
-      if (entry[1] === digest) held = true;
+      if (holder < 0 && entry[1] === digest) holder = entry[2];
     }
   }
-  return { kept, times, held };
+  return { kept, times, held: holder >= 0, holder };
+}
+
+/**
+ * The attempts that hold another attempt's entry (a copy of the msg admitted
+ * as a retry of it) are listed beside the counter, as lua/lib/counter_entries.lua
+ * lists them in `<counter>!co`: a give-back of the entry's own attempt hands
+ * the entry to one of them, so the slot goes with the last give-back.
+ */
+function coField(field: string): string {
+  return `${field}!co`;
 }
 
 /** What a map holds under `key` and has not expired at `now`: an expired one is dropped, as Redis would. */
@@ -257,6 +267,11 @@ export class MemoryStore implements AdmissionStore {
         if (full[i]) return;
         const r = read[i] as (typeof read)[number];
         if (!r.held) r.kept.push([now, digest, request.token]);
+        else if (r.holder !== request.token && r.holder !== RECORD_TOKEN) {
+          (counters[i] as CounterOutcome).coHeld = true;
+          const holders = hash?.fields.get(coField(spec.field)) ?? [];
+          if (!holders.some((e) => e[1] === digest && e[2] === request.token)) this.write(request.key, spec, [...holders, [0, digest, request.token]], now, coField(spec.field));
+        }
         (counters[i] as CounterOutcome).count = r.held ? r.times.length : r.times.length + 1;
         this.write(request.key, spec, r.kept, now);
       });
@@ -279,7 +294,14 @@ export class MemoryStore implements AdmissionStore {
   private releaseOne(request: ReleaseRequest): number {
     const now = this.clock();
     if (request.kind === "mark") {
-      if (this.liveMark(request.key, now)?.member !== request.value) return 0;
+      const mark = this.liveMark(request.key, now);
+      if (!mark) return 0;
+      const left = withoutMarkToken(mark.member, request.value);
+      if (left === undefined) return 0;
+      if (left !== "") {
+        this.marks.set(request.key, { member: left, expiresAt: mark.expiresAt });
+        return 0;
+      }
       this.marks.delete(request.key);
       return 1;
     }
@@ -287,13 +309,32 @@ export class MemoryStore implements AdmissionStore {
     if (!hash) return 0;
     const digest = memberDigest(request.member);
     let given = 0;
+    const mine = (e: Entry): boolean => e[1] === digest && e[2] === request.token;
     for (const field of request.fields) {
+      // this attempt held another's entry: it lets go of it, and the entry stays
+      let holders = (hash.fields.get(coField(field)) ?? []).filter((e) => !mine(e));
       const entries = hash.fields.get(field);
-      if (!entries) continue;
-      const left = entries.filter((e) => e[1] !== digest || e[2] !== request.token);
-      given += entries.length - left.length;
-      if (left.length === 0) hash.fields.delete(field);
-      else hash.fields.set(field, left);
+      if (entries) {
+        const left: Entry[] = [];
+        for (const e of entries) {
+          if (!mine(e)) {
+            left.push(e);
+            continue;
+          }
+          // another attempt of the same msg holds this entry too: it is handed to that one, not removed
+          const heir = holders.find((h) => h[1] === digest);
+          if (heir) {
+            left.push([e[0], e[1], heir[2]]);
+            holders = holders.filter((h) => h !== heir);
+          } else {
+            given += 1;
+          }
+        }
+        if (left.length === 0) hash.fields.delete(field);
+        else hash.fields.set(field, left);
+      }
+      if (holders.length === 0) hash.fields.delete(coField(field));
+      else hash.fields.set(coField(field), holders);
     }
     return given;
   }
@@ -312,17 +353,23 @@ export class MemoryStore implements AdmissionStore {
       return { kind: "clear", mark: "new" };
     }
     const first = markMember(mark.member);
-    if (first === check.member) return { kind: "clear", mark: "held" };
+    if (first === check.member) {
+      // this attempt's own mark, or one made before tokens (no attempt gives it back)
+      if (mark.member === first || markTokens(mark.member).includes(check.token)) return { kind: "clear", mark: "held" };
+      // another attempt's (a copy of the msg): this one holds it too, and the mark goes with the last give-back
+      this.marks.set(check.markKey, { member: joinedMark(mark.member, check.token), expiresAt: mark.expiresAt });
+      return { kind: "clear", mark: "joined" };
+    }
     return { kind: "duplicate", firstMember: first, retryAfterMs: Math.max(0, mark.expiresAt - now) };
   }
 
-  private write(key: string, spec: CounterSpec, entries: Entry[], now: number): void {
+  private write(key: string, spec: CounterSpec, entries: Entry[], now: number, field = spec.field): void {
     let hash = this.counters.get(key);
     if (!hash || hash.expiresAt <= now) {
       hash = { fields: new Map(), expiresAt: 0 };
       this.counters.set(key, hash);
     }
-    hash.fields.set(spec.field, entries);
+    hash.fields.set(field, entries);
     hash.expiresAt = Math.max(hash.expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
   }
 

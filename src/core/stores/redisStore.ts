@@ -164,12 +164,14 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
       const allowed = Number(reply[at++]) === 1;
       const counters: CounterOutcome[] = r.counters.map((spec) => {
         const count = Number(reply[at]);
-        const held = Number(reply[at + 1]) === 1;
+        const held = Number(reply[at + 1]);
         const retry = Number(reply[at + 2]);
         at += 3;
         const full = retry >= 0 || retry === NEVER_FREES;
         const shadow = spec.shadow === true;
-        return { count, alreadyHeld: held, retryAfterMs: retry >= 0 ? retry : null, blocking: full && !shadow, wouldRefuse: full && shadow };
+        const outcome: CounterOutcome = { count, alreadyHeld: held >= 1, retryAfterMs: retry >= 0 ? retry : null, blocking: full && !shadow, wouldRefuse: full && shadow };
+        if (held === 2) outcome.coHeld = true;
+        return outcome;
       });
       return { allowed, nowMs, counters };
     });
@@ -231,7 +233,7 @@ const suppressionBatch: ScriptBatch<SentCheck, SuppressionOutcome> = {
     if (kind === 1) return { kind: "listed", field: String(a), entry: String(b) };
     if (kind === 2) return { kind: "duplicate", firstMember: String(a), retryAfterMs: Math.max(0, Number(b)) };
     const mark = Number(a);
-    return { kind: "clear", mark: mark === 1 ? "new" : mark === 2 ? "held" : "none" };
+    return { kind: "clear", mark: mark === 1 ? "new" : mark === 2 ? "held" : mark === 3 ? "joined" : "none" };
   }),
 };
 

@@ -30,3 +30,30 @@ export function markMember(value: string): string {
   const at = value.indexOf(SEPARATOR);
   return at < 0 ? value : value.slice(0, at);
 }
+
+/** The tokens of the attempts that hold a mark (its value: messageId, then NUL and a token per attempt: lua/suppression.lua). */
+export function markTokens(value: string): string[] {
+  const at = value.indexOf(SEPARATOR);
+  return at < 0 ? [] : value.slice(at + 1).split(SEPARATOR);
+}
+
+/** A mark's value with another attempt of its messageId (a copy of the msg) holding it too. */
+export function joinedMark(value: string, token: string): string {
+  return `${value}${SEPARATOR}${token}`;
+}
+
+/**
+ * A mark's value once the attempt `given` (messageId NUL token, or a bare
+ * messageId) gives it back: "" when no attempt holds it any more (the mark
+ * goes), undefined when that attempt held none of it (lua/release.lua).
+ */
+export function withoutMarkToken(value: string, given: string): string | undefined {
+  if (value === given) return "";
+  const at = given.indexOf(SEPARATOR);
+  if (at < 0 || markMember(value) !== given.slice(0, at)) return undefined;
+  const tokens = markTokens(value);
+  const index = tokens.indexOf(given.slice(at + 1));
+  if (index < 0) return undefined;
+  tokens.splice(index, 1);
+  return tokens.length === 0 ? "" : `${given.slice(0, at)}${SEPARATOR}${tokens.join(SEPARATOR)}`;
+}

@@ -101,8 +101,9 @@ export class SuppressionEngine {
     }
     if (outcome.kind === "listed") return { kind: "opted_out", entry: parsedEntry(outcome.field, outcome.entry) };
     if (outcome.kind === "duplicate") return { kind: "duplicate", firstMember: outcome.firstMember, retryAfterMs: outcome.retryAfterMs };
-    // only a mark made now is this msg's to give back: a retry's mark belongs to the first attempt
-    return { kind: "clear", member: send.messageId, ...(outcome.mark === "new" && markKey !== undefined ? { markKey, token } : {}) };
+    // only a mark made now, or held with the attempt that made it (joined), is this msg's to give back: a retry of a
+    // send that went out holds nothing
+    return { kind: "clear", member: send.messageId, ...((outcome.mark === "new" || outcome.mark === "joined") && markKey !== undefined ? { markKey, token } : {}) };
   }
 
   /** Lists entries; a repeated (org, channel, recipient) is written once, the last one winning. */
