@@ -40,8 +40,7 @@ end
 -- An id without it: at its expiry. (The lease is not taken from it then: slots its sends reserved
 -- stay theirs while their recipients' caps answer.)
 local function idleFrom(field, expires)
-  local tilde = string.find(field, '~', 1, true)
-  local ms = tilde and tonumber(string.sub(field, tilde + 1))
+  local ms = tonumber(string.match(field, '~(%d+)$'))
   if not ms then return expires end
   return math.min(expires, expires - ms + math.min(1000, math.max(50, math.floor(ms / 3))))
 end

@@ -38,16 +38,17 @@ for k = 1, #KEYS do
   else
     local tail, n = struct.pack('>I6', tonumber(ARGV[pos + 1])), tonumber(ARGV[pos + 2])
     local digest = string.sub(tail, 1, 4)
-    local fields, cos = {}, {}
+    -- the counters, then their co-holder lists, in one read
+    local fields, cos, names = {}, {}, {}
     for i = 1, n do
       fields[i] = ARGV[pos + 2 + i]
       cos[i] = fields[i] .. CO
+      names[i], names[n + i] = fields[i], cos[i]
     end
     pos = pos + 3 + n
-    local values = redis.call('HMGET', key, unpack(fields))
-    local coValues = redis.call('HMGET', key, unpack(cos))
+    local values = redis.call('HMGET', key, unpack(names))
     for i = 1, n do
-      local v, list = values[i], coValues[i]
+      local v, list = values[i], values[n + i]
       local listChanged = false
       -- this attempt held another's entry: it lets go of it, and the entry stays
       if list then

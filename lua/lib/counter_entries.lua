@@ -81,8 +81,6 @@ local function readItem(pos, limits, fields, caps)
   return tail, string.sub(tail, 1, 4), n, pos + 1
 end
 
--- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
--- minute of slack, so the next writes need not extend it again)
 -- An entry's token when a record made it (no attempt gives it back)
 local RECORDED = '\0\0'
 
@@ -111,6 +109,8 @@ local function coHold(list, tail)
   return list .. tail
 end
 
+-- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
+-- minute of slack, so the next writes need not extend it again)
 local function writeCounters(key, writes, now, needed)
   redis.call('HSET', key, unpack(writes))
   local ttl = redis.call('PTTL', key)

@@ -14,6 +14,40 @@ function capAReason(msg: Msg | undefined): string | undefined {
 
 const ONE_A_DAY = [{ id: "daily", scope: "global", max_count: 1, window_seconds: 86400 }];
 
+type Chain = Awaited<ReturnType<typeof deployChain>>;
+
+/** Two copies of one send: into `entry`, each holding a claim of `kind`; a later send of the recipient is refused for `reason` while it is held. */
+interface Copies {
+  entry: string;
+  kind: "cap" | "dup";
+  reason: string;
+  send: (i: number, messageId: string) => Record<string, unknown>;
+}
+
+/**
+ * Two copies of each of `count` sends (recipients `first`…) in one tick, each
+ * copy holding the claim; then the copy that made it (the first of each pair to
+ * arrive) released, or with `both` every copy; then one later send of each
+ * recipient. Returns the copies as they left, and how many later sends were
+ * refused.
+ */
+async function copiesThenLater(chain: Chain, copies: Copies, count: number, first: number, both: boolean): Promise<{ sent: Msg[]; refused: number }> {
+  const before = chain.out.total();
+  for (let i = first; i < first + count; i++) for (let c = 0; c < 2; c++) chain.node(copies.entry).receive(copies.send(i, `m${i}`));
+  await chain.out.until(before + 2 * count, 20_000);
+  const sent = chain.out.sequence.slice(before).map((s) => s.msg);
+  const holders = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === copies.kind));
+  assert.equal(holders.length, 2 * count, "the first copy made the claim, the second holds it too: each can give it back");
+  const seen = new Set<string>();
+  const released = both ? sent : sent.filter((m) => !seen.has(String(m.messageId)) && seen.add(String(m.messageId)));
+  for (const m of released) chain.node("release").receive(structuredClone(m));
+  await chain.out.until(before + 2 * count + released.length, 20_000);
+  for (let i = first; i < first + count; i++) chain.node(copies.entry).receive(copies.send(i, `later${i}`));
+  await chain.out.until(before + 3 * count + released.length, 20_000);
+  const later = chain.out.sequence.slice(before + 2 * count + released.length).map((s) => s.msg).filter((m) => String(m.messageId).startsWith("later"));
+  return { sent, refused: later.filter((m) => reasonOf(m) === copies.reason).length };
+}
+
 describe("give-backs touch only what the msg itself took", function () {
   this.timeout(30_000);
   before(() => helper.startServer());
@@ -44,53 +78,23 @@ describe("give-backs touch only what the msg itself took", function () {
     for (const both of [false, true]) {
       it(`two copies of one send in flight (${store}), ${both ? "both released (the provider failed both): the slot comes back" : "the one that took the slot released, the other sent: the slot stays"}; 1 recipient, then 1,000 in one tick`, async () => {
         const chain = await deployChain({ store, keyPrefix: uniquePrefix("copies"), rules: ONE_A_DAY, config: { timeoutMs: 1000 } });
-        const run = async (count: number, first: number): Promise<void> => {
-          const before = chain.out.total();
-          for (let i = first; i < first + count; i++) for (let c = 0; c < 2; c++) chain.node("capA").receive({ recipient: `c${i}`, channel: "sms", messageId: `m${i}` });
-          await chain.out.until(before + 2 * count, 20_000);
-          const sent = chain.out.sequence.slice(before).map((s) => s.msg);
+        const copies: Copies = { entry: "capA", kind: "cap", reason: "frequency_capped", send: (i, messageId) => ({ recipient: `c${i}`, channel: "sms", messageId }) };
+        for (const [count, first] of [[1, 0], [1_000, 1]] as const) {
+          const { sent, refused } = await copiesThenLater(chain, copies, count, first, both);
           assert.equal(sent.filter((m) => chain.out.of("sent").includes(m)).length, 2 * count, "both copies pass: the second is a retry of the first");
-          const holders = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "cap"));
-          assert.equal(holders.length, 2 * count, "the first copy took the slot, the second holds it too: each can give it back");
-          // the copy that took the slot (the first of each pair to arrive) fails at the provider; with both, the other too
-          const seen = new Set<string>();
-          const firsts = both ? sent : sent.filter((m) => !seen.has(String(m.messageId)) && seen.add(String(m.messageId)));
-          for (const m of firsts) chain.node("release").receive(structuredClone(m));
-          await chain.out.until(before + 2 * count + firsts.length, 20_000);
-          for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `c${i}`, channel: "sms", messageId: `later${i}` });
-          await chain.out.until(before + 3 * count + firsts.length, 20_000);
-          const later = chain.out.sequence.slice(before + 2 * count + firsts.length).map((s) => s.msg).filter((m) => String(m.messageId).startsWith("later"));
-          const skipped = later.filter((m) => reasonOf(m) === "frequency_capped").length;
-          if (both) assert.equal(skipped, 0, `${skipped} of ${count} recipients refused for a slot no send went out on`);
-          else assert.equal(skipped, count, `${count - skipped} of ${count} recipients got a second send past a cap of 1 a day`);
-        };
-        await run(1, 0);
-        await run(1_000, 1);
+          if (both) assert.equal(refused, 0, `${refused} of ${count} recipients refused for a slot no send went out on`);
+          else assert.equal(refused, count, `${count - refused} of ${count} recipients got a second send past a cap of 1 a day`);
+        }
       });
 
       it(`two copies of one body in flight (${store}), ${both ? "both released: the body is free again" : "the one that made the mark released, the other sent: the mark stays"}; 1 recipient, then 500 in one tick`, async () => {
         const chain = await deployChain({ store, keyPrefix: uniquePrefix("dupcopies"), rules: [], config: { timeoutMs: 1000 } });
-        const run = async (count: number, first: number): Promise<void> => {
-          const before = chain.out.total();
-          for (let i = first; i < first + count; i++) for (let c = 0; c < 2; c++) chain.node("sup").receive({ recipient: `d${i}`, channel: "sms", messageId: `m${i}`, payload: `body ${i}` });
-          await chain.out.until(before + 2 * count, 20_000);
-          const sent = chain.out.sequence.slice(before).map((s) => s.msg);
-          const holders = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "dup"));
-          assert.equal(holders.length, 2 * count, "each copy holds the mark");
-          // the copy that made the mark (the first of each pair to arrive) fails; with both, the other too
-          const seen = new Set<string>();
-          const firsts = both ? sent : sent.filter((m) => !seen.has(String(m.messageId)) && seen.add(String(m.messageId)));
-          for (const m of firsts) chain.node("release").receive(structuredClone(m));
-          await chain.out.until(before + 2 * count + firsts.length, 20_000);
-          for (let i = first; i < first + count; i++) chain.node("sup").receive({ recipient: `d${i}`, channel: "sms", messageId: `again${i}`, payload: `body ${i}` });
-          await chain.out.until(before + 3 * count + firsts.length, 20_000);
-          const again = chain.out.sequence.slice(before + 2 * count + firsts.length).map((s) => s.msg).filter((m) => String(m.messageId).startsWith("again"));
-          const dups = again.filter((m) => reasonOf(m) === "duplicate_content").length;
-          if (both) assert.equal(dups, 0, `${dups} of ${count} bodies refused as duplicates of sends that never went out`);
-          else assert.equal(dups, count, `${count - dups} of ${count} bodies sent twice`);
-        };
-        await run(1, 0);
-        await run(500, 1);
+        const copies: Copies = { entry: "sup", kind: "dup", reason: "duplicate_content", send: (i, messageId) => ({ recipient: `d${i}`, channel: "sms", messageId, payload: `body ${i}` }) };
+        for (const [count, first] of [[1, 0], [500, 1]] as const) {
+          const { refused } = await copiesThenLater(chain, copies, count, first, both);
+          if (both) assert.equal(refused, 0, `${refused} of ${count} bodies refused as duplicates of sends that never went out`);
+          else assert.equal(refused, count, `${count - refused} of ${count} bodies sent twice`);
+        }
       });
     }
   }

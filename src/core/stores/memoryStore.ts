@@ -312,7 +312,8 @@ export class MemoryStore implements AdmissionStore {
     const mine = (e: Entry): boolean => e[1] === digest && e[2] === request.token;
     for (const field of request.fields) {
       // this attempt held another's entry: it lets go of it, and the entry stays
-      let holders = (hash.fields.get(coField(field)) ?? []).filter((e) => !mine(e));
+      const co = hash.fields.get(coField(field));
+      let holders = co ? co.filter((e) => !mine(e)) : [];
       const entries = hash.fields.get(field);
       if (entries) {
         const left: Entry[] = [];
@@ -333,8 +334,8 @@ export class MemoryStore implements AdmissionStore {
         if (left.length === 0) hash.fields.delete(field);
         else hash.fields.set(field, left);
       }
-      if (holders.length === 0) hash.fields.delete(coField(field));
-      else hash.fields.set(coField(field), holders);
+      if (co && holders.length === 0) hash.fields.delete(coField(field));
+      else if (co && holders.length !== co.length) hash.fields.set(coField(field), holders);
     }
     return given;
   }

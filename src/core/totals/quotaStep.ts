@@ -41,9 +41,9 @@ export function holderLeaseId(hex: string, leaseMs: number): string {
  * caps answer.
  */
 function idleFrom(field: string, expires: number): number {
-  const tilde = field.indexOf("~");
-  const ms = tilde < 0 ? Number.NaN : Number(field.slice(tilde + 1));
-  if (!Number.isFinite(ms) || field.slice(tilde + 1) === "") return expires;
+  const named = /~(\d+)$/.exec(field);
+  if (!named) return expires;
+  const ms = Number(named[1]);
   return Math.min(expires, expires - ms + leaseIdleMs(ms));
 }
 
