@@ -17,9 +17,19 @@ export function memberDigest(member: string): number {
   return hash >>> 0;
 }
 
-/** A claim attempt's token, 1..65535, kept in its entries: a give-back removes only what that attempt added. */
+/** the last token this process handed out, 0..65534; it starts anywhere, so two processes seldom run in step */
+let lastToken = randomInt(0, 65535);
+
+/**
+ * A claim attempt's token, 1..65535, kept in its entries: a give-back removes
+ * only what that attempt added. Tokens run on in turn, so two attempts of one
+ * process (two copies of one msg in flight) never share one within 65,535
+ * claims: drawn at random, 1 pair in 65,535 did, and that copy then held
+ * nothing of the slot it went out on.
+ */
 export function claimToken(): number {
-  return randomInt(1, 65536);
+  lastToken = (lastToken + 1) % 65535;
+  return lastToken + 1;
 }
 
 /**
