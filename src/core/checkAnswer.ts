@@ -23,11 +23,12 @@ export function checkAnswer(candidates: readonly Candidate[] | undefined, verdic
   const eligible = Object.create(null) as Record<string, boolean>;
   const remaining = Object.create(null) as Record<string, number | null>;
   const blocked = Object.create(null) as Record<string, Blocked>;
-  candidates.forEach((candidate, i) => {
+  for (let i = 0; i < candidates.length; i++) {
+    const key = (candidates[i] as Candidate).key;
     const v = verdict(i);
-    eligible[candidate.key] = v.eligible;
-    remaining[candidate.key] = v.remaining;
-    if (v.blocked) blocked[candidate.key] = v.blocked;
-  });
+    eligible[key] = v.eligible;
+    remaining[key] = v.remaining;
+    if (v.blocked) blocked[key] = v.blocked;
+  }
   return { eligible, remaining, blocked };
 }

@@ -51,20 +51,23 @@ describe("core/sendQueue against a real Redis", function () {
     await q.store.close();
   });
 
-  it("sends a tick's first 32 claims while the tick goes on, so Redis works on them as the client queues the rest; one recipient's claims still land in order", async () => {
+  it("sends a claim that finds Redis idle at once, and the tick's next 32 while the tick goes on, so Redis works on them as the client queues the rest; one recipient's claims still land in order", async () => {
     const q = await open({ timeoutMs: 2000 });
     const pending: Promise<ClaimOutcome>[] = [];
+    let sentBy1st = -1;
     let sentBy40th = -1;
-    // claims 31 and 32 are one recipient's, either side of the first batch's end
+    // claims 32 and 33 are one recipient's, either side of the first batch's end
     for (let i = 0; i < 300; i++) {
-      pending.push(q.claim(i, i === 32 ? "r31" : `r${i}`));
+      pending.push(q.claim(i, i === 33 ? "r32" : `r${i}`));
+      if (i === 0) sentBy1st = q.calls.length;
       if (i === 39) sentBy40th = q.calls.length;
     }
-    assert.equal(sentBy40th, 1, "the first batch went out before the tick ended");
-    assert.equal(q.calls[0]?.items, 32);
+    assert.equal(sentBy1st, 1, "the first claim went out at once: nothing was in flight to gather a batch behind");
+    assert.equal(sentBy40th, 2, "the first batch went out before the tick ended");
+    assert.deepEqual(q.calls.slice(0, 2).map((c) => c.items), [1, 32]);
     const answers = await Promise.all(pending);
-    assert.equal(answers[31]?.allowed, true);
-    assert.equal(answers[32]?.allowed, false, "the later claim of r31 was judged after the earlier one");
+    assert.equal(answers[32]?.allowed, true);
+    assert.equal(answers[33]?.allowed, false, "the later claim of r32 was judged after the earlier one");
     assert.equal(answers.filter((a) => a.allowed).length, 299);
     assert.equal(q.calls.reduce((n, c) => n + c.items, 0), 300);
     await q.store.close();
