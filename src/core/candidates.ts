@@ -9,7 +9,7 @@ export const MAX_CANDIDATES = 500;
 export interface Candidate {
   /** its `id`, else its index in `msg.candidates` */
   key: string;
-  /** the caller's own object when its values are all strings, else a copy: read only through ownValue (attribute names are the caller's) */
+  /** null-prototype: attribute names are the caller's */
   attributes: Record<string, string>;
   /** its `category`, when it has one: the category of this candidate's send */
   category?: string;
@@ -30,54 +30,29 @@ export function parseCandidates(value: unknown): Candidate[] | undefined {
   if (!Array.isArray(value)) throw new SendFieldError("candidates", "must be an array of attribute objects");
   if (value.length > MAX_CANDIDATES) throw new SendFieldError("candidates", `at most ${MAX_CANDIDATES} per check, got ${value.length}`);
   const seen = new Map<string, number>();
-  const out: Candidate[] = [];
-  for (let index = 0; index < value.length; index++) {
-    const item: unknown = value[index];
+  return value.map((item: unknown, index) => {
     if (!isPlainObject(item)) throw new SendFieldError(`candidates[${index}]`, `must be an object of attributes, got ${Array.isArray(item) ? "an array" : item === null ? "null" : typeof item}`);
-    const attributes = validAttributes(item, index);
+    const attributes = namesRecord<string>();
+    for (const name in item) {
+      if (!Object.hasOwn(item, name)) continue;
+      const v = item[name];
+      if (v === undefined || v === null) continue;
+      // the field is named only when it is bad: a check reads hundreds of attributes
+      const nameProblem = boundedTextProblem(name);
+      if (nameProblem !== undefined) throw new SendFieldError(`candidates[${index}]`, nameProblem);
+      if (typeof v === "string") {
+        const problem = boundedTextProblem(v);
+        if (problem !== undefined) throw new SendFieldError(`candidates[${index}].${name}`, problem);
+        attributes[name] = v;
+      } else if (typeof v === "number" && Number.isFinite(v)) attributes[name] = String(v);
+      else throw new SendFieldError(`candidates[${index}].${name}`, `must be a string, got ${typeof v}`);
+    }
     const key = Object.hasOwn(attributes, "id") ? (attributes.id as string) : String(index);
     const earlier = seen.get(key);
     if (earlier !== undefined) throw new SendFieldError(`candidates[${index}].id`, `${JSON.stringify(key)} is also candidate ${earlier}'s: each answer needs its own key`);
     seen.set(key, index);
     const candidate: Candidate = { key, attributes };
     if (Object.hasOwn(attributes, "category")) candidate.category = attributes.category as string;
-    out.push(candidate);
-  }
-  return out;
-}
-
-/**
- * The candidate's attributes, checked. An object whose own values are all
- * strings is read in place (the check reads it through ownValue, never an
- * inherited member, and keeps nothing of it): a copy of 50 ads' attributes
- * was a sixth of what a check allocated. Numbers, or absent values (null,
- * undefined), make a copy with the numbers as strings and the absent left out.
- */
-function validAttributes(item: Record<string, unknown>, index: number): Record<string, string> {
-  let inPlace = true;
-  for (const name in item) {
-    if (!Object.hasOwn(item, name)) continue;
-    const v = item[name];
-    if (v === undefined || v === null) {
-      inPlace = false;
-      continue;
-    }
-    // the field is named only when it is bad: a check reads hundreds of attributes
-    const nameProblem = boundedTextProblem(name);
-    if (nameProblem !== undefined) throw new SendFieldError(`candidates[${index}]`, nameProblem);
-    if (typeof v === "string") {
-      const problem = boundedTextProblem(v);
-      if (problem !== undefined) throw new SendFieldError(`candidates[${index}].${name}`, problem);
-    } else if (typeof v === "number" && Number.isFinite(v)) inPlace = false;
-    else throw new SendFieldError(`candidates[${index}].${name}`, `must be a string, got ${typeof v}`);
-  }
-  if (inPlace) return item as Record<string, string>;
-  const copy = namesRecord<string>();
-  for (const name in item) {
-    if (!Object.hasOwn(item, name)) continue;
-    const v = item[name];
-    if (typeof v === "string") copy[name] = v;
-    else if (typeof v === "number") copy[name] = String(v);
-  }
-  return copy;
+    return candidate;
+  });
 }

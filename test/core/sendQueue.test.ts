@@ -140,6 +140,10 @@ describe("core/sendQueue against a real Redis", function () {
     const q = await open({ timeoutMs: 2000 });
     const other = q.access.lane<ClaimRequest, ClaimOutcome>("other", (s, items) => s.claim(items));
     const prefix = uniquePrefix("sq-probe");
+    // a call sent while the circuit was closed, still in flight below: the tick's items gather into batches behind it
+    // (an item that finds the store idle goes alone, and the probe's batch would carry one lane)
+    const slow = q.access.lane<ClaimRequest, ClaimOutcome>("slow", async (s, items) => { await sleep(1500); return s.claim(items); });
+    const inFlight = q.access.submit(slow, { key: `${prefix}:{o|slow}:c`, member: "slow", token: 1, counters: CAP });
     // three timed-out calls open the circuit; after its cool-down the next call is the probe
     for (let i = 0; i < 3; i++) q.access.breaker.settle(false, new StoreUnavailableError("timeout", "store did not answer"));
     await sleep(1100);
@@ -151,6 +155,7 @@ describe("core/sendQueue against a real Redis", function () {
     const failed = settled.filter((r) => r.status === "rejected").map((r) => ((r as PromiseRejectedResult).reason as StoreUnavailableError).kind);
     assert.deepEqual(failed.slice(0, 3), [], `${failed.length} of 600 failed beside the probe`);
     assert.equal(q.access.breaker.state(), "closed");
+    assert.equal((await inFlight).allowed, true);
     await q.store.close();
   });
 
