@@ -7,14 +7,15 @@
 --                                             messageId, then NUL and a token per attempt holding it:
 --                                             suppression.lua), deleting the mark with the last; a
 --                                             bare messageId (before tokens) only when given bare
--- Returns { per item: how many claims were given back }. A mark or entry of another msg,
+-- Returns { per item: how many claims it gave back, how many it handed to another attempt
+-- of the same msg (left in place, that attempt's now) }. A mark or entry of another msg,
 -- or of another attempt of the same msg, is left alone.
 -- @include counter_entries
 local out = {}
 local pos = 1
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local given = 0
+  local given, handed = 0, 0
   if ARGV[pos] == 'm' then
     local held, value = redis.call('GET', key), ARGV[pos + 1]
     local sep = string.find(value, '\0', 1, true)
@@ -31,6 +32,7 @@ for k = 1, #KEYS do
           given = redis.call('DEL', key)
         else
           redis.call('SET', key, string.sub(value, 1, sep) .. rest, 'KEEPTTL')
+          handed = 1
         end
       end
     end
@@ -68,6 +70,7 @@ for k = 1, #KEYS do
             left[#left + 1] = string.sub(v, p, at + STAMP - 1) .. string.sub(list, heir, heir + TAIL - 1)
             list = string.sub(list, 1, heir - 1) .. string.sub(list, heir + TAIL)
             listChanged = true
+            handed = handed + 1
           else
             left[#left + 1] = string.sub(v, p, at - 1)
             removed = removed + 1
@@ -87,6 +90,7 @@ for k = 1, #KEYS do
       end
     end
   end
-  out[k] = given
+  out[#out + 1] = given
+  out[#out + 1] = handed
 end
 return out

@@ -7,7 +7,7 @@ import type { Send } from "./send";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
 import type { Candidate } from "./candidates";
-import type { ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest } from "./stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest } from "./stores/admissionStore";
 import { claimToken } from "./stores/counterEntry";
 import { remainingOf, TotalLeases, type SpendTicket, type TotalCounter, type TotalReading, type TotalRefusal, type TotalSpend } from "./totals/totalLeases";
 import type { QuotaLimit } from "./totals/quotaStep";
@@ -97,7 +97,7 @@ export class CapEngine {
   private readonly claims: Lane<ClaimRequest, ClaimOutcome>;
   private readonly records: Lane<RecordRequest, number[]>;
   private readonly checks: Lane<InspectRequest, CounterReading[]>;
-  private readonly releases: Lane<ReleaseRequest, number>;
+  private readonly releases: Lane<ReleaseRequest, ReleaseAnswer>;
   /** this cap-config's leases on total caps' shared counters */
   readonly totals: TotalLeases;
   /**

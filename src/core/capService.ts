@@ -4,7 +4,7 @@ import { readCapSettings, type CapSettings, type RawCapSettings } from "./capSet
 import { releaseClaims } from "./claims";
 import { recipientToken } from "./keys";
 import type { Lane } from "./sendQueue/sendQueue";
-import type { ReleaseRequest } from "./stores/admissionStore";
+import type { ReleaseAnswer, ReleaseRequest } from "./stores/admissionStore";
 import { ConfigError, RuleValidationError } from "./errors";
 import type { CapRule } from "./rules";
 import type { SendRules } from "./send";
@@ -183,7 +183,7 @@ export class CapService {
   readonly metrics: AdmissionMetrics;
 
   readonly rules: RulesProvider;
-  private readonly releases: Lane<ReleaseRequest, number>;
+  private readonly releases: Lane<ReleaseRequest, ReleaseAnswer>;
   private readonly memoryDefer: MemoryDeferStore | undefined;
   private readonly hmacSecret: string | undefined;
   private snapshotTimer: NodeJS.Timeout | undefined;

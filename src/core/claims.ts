@@ -4,7 +4,7 @@ import { markValue } from "./suppression/markValue";
 import type { TotalSpend } from "./totals/totalLeases";
 import type { Lane } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
-import type { ReleaseRequest } from "./stores/admissionStore";
+import type { ReleaseAnswer, ReleaseRequest } from "./stores/admissionStore";
 
 /** Whose claims a give-back may touch: keys under this cap-config's prefix and the msg's own recipient tag. */
 export interface ClaimOwner {
@@ -60,8 +60,16 @@ export interface TotalRelease {
  * own batched release. Returns how many entries were still held, how many of
  * the claims gave anything back (a claim released before gives nothing), and
  * the claims refused as not this msg's (the caller warns about them).
+ *
+ * A msg's total slots go back only once its recipient's slots are known to
+ * be freed. Another copy of the msg, in flight beside it, holds those slots
+ * too and took no total slot of its own (a retry never counts twice): when
+ * this copy's give-back hands the slots to it, that copy's send goes on
+ * under this one's total slots, which stay spent. (Were that copy given back
+ * later as well, the total keeps a slot no send used: a total may count one
+ * send too many, never one too few.)
  */
-export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, number>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
+export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, ReleaseAnswer>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
   const requests: ReleaseRequest[] = [];
   const totals: TotalSpend[] = [];
@@ -71,10 +79,14 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
     else if (request.kind === "total") totals.push(request.spend);
     else requests.push(request);
   }
+  const waitForCaps = totals.length > 0 && requests.some((r) => r.kind === "cap");
+  const releasing = Promise.all(requests.map((request) => access.submit(lane, request)));
+  const answers = waitForCaps ? await releasing : undefined;
+  const handedOn = answers !== undefined && answers.some((a, i) => requests[i]?.kind === "cap" && a.handed > 0);
   const [given, totalGiven] = await Promise.all([
-    Promise.all(requests.map((request) => access.submit(lane, request))),
-    Promise.all(totals.map(refundTotal)),
+    answers ?? releasing,
+    handedOn ? [] : Promise.all(totals.map(refundTotal)),
   ]);
   const totalsGiven = totalGiven.filter(Boolean).length;
-  return { given: given.reduce((sum, n) => sum + n, 0) + totalsGiven, claimsGiven: given.filter((n) => n > 0).length + totalsGiven, refused };
+  return { given: given.reduce((sum, a) => sum + a.given, 0) + totalsGiven, claimsGiven: given.filter((a) => a.given > 0).length + totalsGiven, refused };
 }

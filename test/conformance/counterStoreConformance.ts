@@ -1,7 +1,7 @@
 import { markValue } from "../../src/core/suppression/markValue";
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { AdmissionStore, ClaimOutcome, CounterSpec, Settled, ThroughputOutcome } from "../../src/core/stores/admissionStore";
+import type { AdmissionStore, ClaimOutcome, CounterSpec, ReleaseAnswer, Settled, ThroughputOutcome } from "../../src/core/stores/admissionStore";
 import { gcraLimit } from "../../src/core/throughput/gcra";
 import { ceilingKey } from "../../src/core/throughput/throughputKeys";
 import { sleep, uniquePrefix } from "../support/redis";
@@ -26,8 +26,10 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       answered((await store.claim([{ key: key(options.recipient), member, token: options.token ?? 1, counters }]))[0]);
     const record = async (member: string, counters: CounterSpec[]): Promise<number[]> =>
       answered((await store.record([{ key: key(), member, counters }]))[0]);
-    const release = async (member: string, token: number, fields: string[]): Promise<number> =>
+    const release = async (member: string, token: number, fields: string[]): Promise<ReleaseAnswer> =>
       answered((await store.release([{ kind: "cap", key: key(), member, token, fields }]))[0]);
+    /** a give-back that freed `given` entries (or marks) and handed `handed` to another attempt of its msg */
+    const gave = (given: number, handed = 0): ReleaseAnswer => ({ given, handed });
 
     beforeEach(async () => {
       store = await open();
@@ -78,7 +80,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const retry = await claim("m1", [enforced, shadow], { token: 2 });
       assert.deepEqual([retry.counters[1]?.alreadyHeld, retry.counters[1]?.wouldRefuse], [true, false]);
       // the would-be refusals took nothing: giving back m2's attempt frees only its enforced slot
-      assert.equal(await release("m2", 1, ["real", "trial"]), 1);
+      assert.deepEqual(await release("m2", 1, ["real", "trial"]), gave(1));
     });
 
     it("claims no shadow slot when an enforced cap refuses (all or nothing)", async () => {
@@ -206,9 +208,9 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal((await claim("m1", [cap], { token: 11 })).allowed, true);
       // a retry of m1 (another attempt, token 12) adds nothing; giving it back must not free m1's slot
       assert.equal((await claim("m1", [cap], { token: 12 })).counters[0]?.alreadyHeld, true);
-      assert.equal(await release("m1", 12, ["tok"]), 0);
+      assert.deepEqual(await release("m1", 12, ["tok"]), gave(0));
       assert.equal((await claim("m2", [cap])).allowed, false, "m1 still holds the slot");
-      assert.equal(await release("m1", 11, ["tok"]), 1);
+      assert.deepEqual(await release("m1", 11, ["tok"]), gave(1));
       assert.equal((await claim("m2", [cap])).allowed, true, "the slot is free again");
     });
 
@@ -219,17 +221,17 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.deepEqual([own.allowed, own.counters[0]?.alreadyHeld, own.counters[0]?.coHeld ?? false], [true, true, false], "the same attempt again holds nothing more");
       const copy = await claim("m1", [cap], { token: 22 });
       assert.deepEqual([copy.allowed, copy.counters[0]?.alreadyHeld, copy.counters[0]?.coHeld], [true, true, true]);
-      assert.equal(await release("m1", 21, ["co"]), 0, "the first attempt's give-back hands the entry to the copy");
+      assert.deepEqual(await release("m1", 21, ["co"]), gave(0, 1), "the first attempt's give-back hands the entry to the copy");
       assert.equal((await claim("m2", [cap])).allowed, false, "the copy still holds the slot");
-      assert.equal(await release("m1", 22, ["co"]), 1, "the last give-back frees it");
+      assert.deepEqual(await release("m1", 22, ["co"]), gave(1), "the last give-back frees it");
       assert.equal((await claim("m2", [cap], { token: 5 })).allowed, true);
       // the other order: the copy first
-      assert.equal(await release("m2", 5, ["co"]), 1);
+      assert.deepEqual(await release("m2", 5, ["co"]), gave(1));
       assert.equal((await claim("m3", [cap], { token: 31 })).allowed, true);
       assert.equal((await claim("m3", [cap], { token: 32 })).counters[0]?.coHeld, true);
-      assert.equal(await release("m3", 32, ["co"]), 0);
+      assert.deepEqual(await release("m3", 32, ["co"]), gave(0), "the copy lets go of its hold: nothing freed, nothing handed");
       assert.equal((await claim("m4", [cap])).allowed, false, "the first attempt still holds it");
-      assert.equal(await release("m3", 31, ["co"]), 1);
+      assert.deepEqual(await release("m3", 31, ["co"]), gave(1));
       assert.equal((await claim("m4", [cap])).allowed, true);
     });
 
@@ -239,7 +241,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal((await claim("m1", [wide], { token: 1 })).allowed, true);
       assert.equal((await claim("other", [full], { token: 1 })).allowed, true);
       assert.equal((await claim("m1", [wide, full], { token: 2 })).allowed, false);
-      assert.equal(await release("m1", 1, ["co-wide"]), 1);
+      assert.deepEqual(await release("m1", 1, ["co-wide"]), gave(1));
     });
 
     it("a batch of 1,000 recipients' first attempts and copies: releasing the first attempts frees nothing, releasing the copies too frees every slot", async () => {
@@ -248,11 +250,12 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const outcomes = (await store.claim(items)).map(answered);
       assert.ok(outcomes.every((o) => o.allowed));
       assert.equal(outcomes.filter((o) => o.counters[0]?.coHeld === true).length, 1_000);
-      const giveBack = async (token: number) => (await store.release(Array.from({ length: 1_000 }, (_, i) => ({ kind: "cap" as const, key: key(`c${i}`), member: `m${i}`, token, fields: ["co-burst"] })))).map(answered).reduce((a, b) => a + b, 0);
+      const giveBack = async (token: number) => (await store.release(Array.from({ length: 1_000 }, (_, i) => ({ kind: "cap" as const, key: key(`c${i}`), member: `m${i}`, token, fields: ["co-burst"] }))))
+        .map(answered).reduce((sum, a) => gave(sum.given + a.given, sum.handed + a.handed), gave(0));
       const later = async (tag: string) => (await store.claim(Array.from({ length: 1_000 }, (_, i) => ({ key: key(`c${i}`), member: `${tag}${i}`, token: 9, counters: [cap] })))).map(answered).filter((o) => o.allowed).length;
-      assert.equal(await giveBack(1), 0);
+      assert.deepEqual(await giveBack(1), gave(0, 1_000), "each first attempt hands its slot to its copy");
       assert.equal(await later("n"), 0, "each copy still holds its recipient's slot");
-      assert.equal(await giveBack(2), 1_000);
+      assert.deepEqual(await giveBack(2), gave(1_000));
       assert.equal(await later("p"), 1_000, "every slot came back");
     });
 
@@ -265,15 +268,15 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.deepEqual(await check("m1", "a"), { kind: "clear", mark: "held" }, "the same attempt again");
       assert.deepEqual(await check("m1", "b"), { kind: "clear", mark: "joined" });
       assert.deepEqual(await check("m1", "b"), { kind: "clear", mark: "held" });
-      assert.equal(await giveBack("m1", "a"), 0, "the copy still holds it");
+      assert.deepEqual(await giveBack("m1", "a"), gave(0, 1), "the copy still holds it");
       assert.equal((await check("m2", "x")).kind, "duplicate");
-      assert.equal(await giveBack("m1", "b"), 1);
+      assert.deepEqual(await giveBack("m1", "b"), gave(1));
       assert.deepEqual(await check("m2", "x"), { kind: "clear", mark: "new" });
       assert.deepEqual(await check("m2", "y"), { kind: "clear", mark: "joined" });
-      assert.equal(await giveBack("m2", "y"), 0);
-      assert.equal(await giveBack("m2", "z"), 0, "an attempt that never held it gives nothing back");
+      assert.deepEqual(await giveBack("m2", "y"), gave(0, 1));
+      assert.deepEqual(await giveBack("m2", "z"), gave(0), "an attempt that never held it gives nothing back");
       assert.equal((await check("m3", "q")).kind, "duplicate");
-      assert.equal(await giveBack("m2", "x"), 1);
+      assert.deepEqual(await giveBack("m2", "x"), gave(1));
       assert.deepEqual(await check("m3", "q"), { kind: "clear", mark: "new" });
     });
 
@@ -310,11 +313,11 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
         { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel", "rel-b"] },
         { kind: "mark", key: mark, value: markValue("m1", "t1") },
       ]);
-      assert.deepEqual(given, [2, 1]);
+      assert.deepEqual(given, [gave(2), gave(1)]);
       assert.equal((await claim("m2", [cap])).allowed, true, "the slot is free again");
       const [again] = await store.checkSuppression([{ listKey: `${prefix}:{o|r}:s`, channel: "sms", member: "m2", token: "t2", markKey: mark, markWindowMs: 60_000 }]);
       assert.deepEqual(again, { kind: "clear", mark: "new" });
-      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "t1") }, { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel"] }]), [0, 0], "m2's mark and slot stay");
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "t1") }, { kind: "cap", key: key(), member: "m1", token: 7, fields: ["rel"] }]), [gave(0), gave(0)], "m2's mark and slot stay");
     });
 
     it("gives back a duplicate mark only for the attempt that made it: a retry of its messageId neither dupes nor frees it", async () => {
@@ -323,11 +326,11 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const check = async (member: string, token: string) => answered((await store.checkSuppression([{ listKey, channel: "sms", member, token, markKey: mark, markWindowMs: 60_000 }]))[0]);
       assert.deepEqual(await check("m1", "first"), { kind: "clear", mark: "new" });
       assert.deepEqual(await check("m1", "retry"), { kind: "clear", mark: "joined" }, "the same messageId is a retry, which holds the mark too");
-      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "retry") }]), [0], "the retry made no mark");
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "retry") }]), [gave(0, 1)], "the retry made no mark: it lets go of its hold, and the first attempt's stays");
       const dup = await check("m2", "other");
       assert.equal(dup.kind, "duplicate");
       assert.equal((dup as { firstMember: string }).firstMember, "m1", "named by its messageId alone");
-      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "first") }]), [1]);
+      assert.deepEqual(await store.release([{ kind: "mark", key: mark, value: markValue("m1", "first") }]), [gave(1)]);
       assert.deepEqual(await check("m2", "other"), { kind: "clear", mark: "new" });
     });
 
@@ -415,7 +418,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.deepEqual((await claim("__proto__", fields)).counters.map((c) => c.count), [1, 1, 1, 1, 1]);
       assert.equal((await claim("constructor", fields)).allowed, false);
       assert.deepEqual(await record("valueOf", [spec("toString", 5)]), [2]);
-      assert.equal(await release("__proto__", 1, names), 5);
+      assert.deepEqual(await release("__proto__", 1, names), gave(5));
       const readings = answered((await store.inspect([{ key: key(), counters: fields }]))[0]);
       assert.deepEqual(readings.map((c) => c.count), [0, 1, 0, 0, 0], "only valueOf's record in toString is left");
 

@@ -150,10 +150,17 @@ describe("lua/claim.lua and its siblings in Redis", () => {
       "c", tail(9, 101), 2, "a", "b", // the right digest, another attempt's token: nothing
       "c", tail(9, 100), 2, "a", "b",
       "m", "m9")) as number[];
-    assert.deepEqual(given, [0, 2, 1]);
+    // per item: freed, handed to another attempt
+    assert.deepEqual(given, [0, 0, 2, 0, 1, 0]);
     assert.deepEqual(entries(await redis.hgetBuffer(key(), "a")).map((e) => e.digest), [10]);
     assert.equal(await redis.hexists(key(), "b"), 0, "an emptied field is removed");
     assert.equal(await redis.exists(`${prefix}:{o|r}:d:sms:h`), 0);
+    // a copy of msg 11 (token 201) holds its first attempt's entry too: that attempt's give-back hands it on
+    await claim(11, [["c", 60_000, 5]], 200);
+    await claim(11, [["c", 60_000, 5]], 201);
+    assert.deepEqual(await redis.eval(luaScript("release"), 1, key(), "c", tail(11, 200), 1, "c"), [0, 1]);
+    assert.deepEqual(entries(await redis.hgetBuffer(key(), "c")).map((e) => [e.digest, e.token]), [[11, 201]], "the entry stays, the copy's now");
+    assert.deepEqual(await redis.eval(luaScript("release"), 1, key(), "c", tail(11, 201), 1, "c"), [1, 0]);
   });
 
   it("record.lua adds without checking, once per digest in the window", async () => {

@@ -99,6 +99,28 @@ describe("give-backs touch only what the msg itself took", function () {
     }
   }
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`two copies of one send beside a total cap (${store}): the copy that took the total's slot released, the other sent, the total still counts the send; 1 recipient, then 1,000 in one tick`, async () => {
+      // room for every copy at once: a copy reserves a slot until it finds itself a retry of the send, which takes none
+      const total = { id: "campaign-total", scope: "global", counts: "total", max_count: 2_002, window_seconds: 1, window_type: "lifetime" };
+      const chain = await deployChain({ store, keyPrefix: uniquePrefix("copies-total"), rules: [...ONE_A_DAY, total], config: { timeoutMs: 1000 } });
+      const copies: Copies = { entry: "capA", kind: "cap", reason: "frequency_capped", send: (i, messageId) => ({ recipient: `t${i}`, channel: "sms", messageId }) };
+      for (const [count, first] of [[1, 0], [1_000, 1]] as const) {
+        const { sent } = await copiesThenLater(chain, copies, count, first, false);
+        const totalSlots = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total"));
+        assert.equal(totalSlots.length, count, "the first copy took the total's slot, its retry none");
+      }
+      // 1,001 sends went out: 1,001 slots of the total are left
+      const before = chain.out.total();
+      for (let i = 0; i < 1_101; i++) chain.node("capA").receive({ recipient: `fresh${i}`, channel: "sms", messageId: `f${i}` });
+      await chain.out.until(before + 1_101, 20_000);
+      const fresh = chain.out.sequence.slice(before).map((o) => o.msg);
+      const refused = fresh.filter((m) => (m.admission as { cap_id?: string }).cap_id === "campaign-total");
+      assert.equal(fresh.length - refused.length, 1_001, `${fresh.length - refused.length} of 1,101 new recipients admitted where the total had 1,001 slots left`);
+      assert.equal(refused.length, 100);
+    });
+  }
+
   it("a timed-out retry, released, does not free the slot its first attempt holds", async () => {
     const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
     await own.start();

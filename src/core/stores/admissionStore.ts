@@ -69,6 +69,16 @@ export type ReleaseRequest =
   /** `value`: the mark's as this attempt made it (markValue): a mark another attempt made is left alone */
   | { kind: "mark"; key: string; value: string };
 
+/**
+ * What a give-back did: `given`, the entries (or marks) this attempt held and
+ * freed; `handed`, those another attempt of the same msg held too, handed to
+ * it and left in place (that attempt's send goes on under the msg's slot).
+ */
+export interface ReleaseAnswer {
+  given: number;
+  handed: number;
+}
+
 /** Read-only: how full some counters of one recipient are (check mode, admin usage). */
 export interface InspectRequest {
   key: string;
@@ -174,8 +184,8 @@ export interface AdmissionStore {
   claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]>;
   /** Adds each member to its counters without checking; idempotent. Answers the counts. */
   record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]>;
-  /** Gives back claims; answers how many entries (or marks) each still held. */
-  release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]>;
+  /** Gives back claims; answers how many entries (or marks) each freed, and how many it handed to another attempt of its msg. */
+  release(requests: readonly ReleaseRequest[]): Promise<Settled<ReleaseAnswer>[]>;
   checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]>;
   /** GCRA reservations against throughput ceilings, in order, each atomic (SPEC §8). */
   throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]>;

@@ -1,5 +1,5 @@
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
+  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
 import { joinedMark, markMember, markTokens, markValue, withoutMarkToken } from "../suppression/markValue";
@@ -36,6 +36,9 @@ export interface MemorySnapshot {
 }
 
 const SWEEP_EVERY_MS = 60_000;
+
+/** a give-back that found nothing of its attempt */
+const NOTHING_GIVEN: ReleaseAnswer = Object.freeze({ given: 0, handed: 0 });
 
 export type Clock = () => number;
 
@@ -125,7 +128,7 @@ export class MemoryStore implements AdmissionStore {
     return requests.map((request) => this.recordOne(request));
   }
 
-  async release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]> {
+  async release(requests: readonly ReleaseRequest[]): Promise<Settled<ReleaseAnswer>[]> {
     return requests.map((request) => this.releaseOne(request));
   }
 
@@ -291,24 +294,25 @@ export class MemoryStore implements AdmissionStore {
     });
   }
 
-  private releaseOne(request: ReleaseRequest): number {
+  private releaseOne(request: ReleaseRequest): ReleaseAnswer {
     const now = this.clock();
     if (request.kind === "mark") {
       const mark = this.liveMark(request.key, now);
-      if (!mark) return 0;
+      if (!mark) return NOTHING_GIVEN;
       const left = withoutMarkToken(mark.member, request.value);
-      if (left === undefined) return 0;
+      if (left === undefined) return NOTHING_GIVEN;
       if (left !== "") {
         this.marks.set(request.key, { member: left, expiresAt: mark.expiresAt });
-        return 0;
+        return { given: 0, handed: 1 };
       }
       this.marks.delete(request.key);
-      return 1;
+      return { given: 1, handed: 0 };
     }
     const hash = this.liveCounters(request.key, now);
-    if (!hash) return 0;
+    if (!hash) return NOTHING_GIVEN;
     const digest = memberDigest(request.member);
     let given = 0;
+    let handed = 0;
     const mine = (e: Entry): boolean => e[1] === digest && e[2] === request.token;
     for (const field of request.fields) {
       // this attempt held another's entry: it lets go of it, and the entry stays
@@ -327,6 +331,7 @@ export class MemoryStore implements AdmissionStore {
           if (heir) {
             left.push([e[0], e[1], heir[2]]);
             holders = holders.filter((h) => h !== heir);
+            handed += 1;
           } else {
             given += 1;
           }
@@ -337,7 +342,7 @@ export class MemoryStore implements AdmissionStore {
       if (co && holders.length === 0) hash.fields.delete(coField(field));
       else if (co && holders.length !== co.length) hash.fields.set(coField(field), holders);
     }
-    return given;
+    return { given, handed };
   }
 
   private checkOne(check: SuppressionCheck): SuppressionOutcome {

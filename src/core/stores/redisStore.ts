@@ -1,6 +1,6 @@
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseRequest,
+  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
 import { entryTail, RECORD_TOKEN } from "./counterEntry";
@@ -193,11 +193,11 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   },
 };
 
-const releaseBatch: ScriptBatch<ReleaseRequest, number> = {
+const releaseBatch: ScriptBatch<ReleaseRequest, ReleaseAnswer> = {
   call: "sendgateRelease",
   keysOf: (r) => [r.key],
   argsOf: (items) => items.flatMap((r) => (r.kind === "mark" ? ["m", r.value] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields])),
-  read: (reply) => reply.map(Number),
+  read: (reply, items) => items.map((_, i) => ({ given: Number(reply[2 * i]), handed: Number(reply[2 * i + 1]) })),
 };
 
 const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
@@ -335,7 +335,7 @@ export class RedisStore implements AdmissionStore {
     return this.batch(recordBatch, requests);
   }
 
-  release(requests: readonly ReleaseRequest[]): Promise<Settled<number>[]> {
+  release(requests: readonly ReleaseRequest[]): Promise<Settled<ReleaseAnswer>[]> {
     return this.batch(releaseBatch, requests);
   }
 
