@@ -128,9 +128,9 @@ async function skipRow(ctx: ThroughputContext, store: StoreKind): Promise<SkipRo
 /** msgs arrive every SLICE_MS (an MQTT or HTTP source spreads them out; one slice's msgs are handled in one tick) */
 const SLICE_MS = 2;
 
-/** Offers twice `rate` for OFFER_MS, in SLICE_MS slices: exactly 2 × rate × OFFER_MS / 1000 msgs, spread evenly. */
-async function offer(input: Node, rate: number): Promise<number> {
-  const total = Math.round((rate * 2 * OFFER_MS) / 1000);
+/** Offers `times` × `rate` for OFFER_MS, in SLICE_MS slices: exactly times × rate × OFFER_MS / 1000 msgs, spread evenly. */
+async function offer(input: Node, rate: number, times = 2): Promise<number> {
+  const total = Math.round((rate * times * OFFER_MS) / 1000);
   const slices = OFFER_MS / SLICE_MS;
   let n = 0;
   const started = Date.now();
@@ -143,26 +143,30 @@ async function offer(input: Node, rate: number): Promise<number> {
   return n;
 }
 
-/** Queue mode at `rate`/s, burst 1: every held msg's lateness against its reserved instant (release_at). */
-async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number): Promise<PacingRow> {
+/**
+ * Queue mode at `rate`/s, burst 1: every held msg's lateness against its
+ * reserved instant (release_at), with twice the rate offered (a queue builds
+ * and drains) or, `times` 1, the rate itself (msgs wait up to a slice).
+ */
+async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number, times = 2): Promise<PacingRow> {
   const bench = await deploy(ctx.red, store, ctx, { type: "throughput-gate", rate, burst: 1, disposition: "queue", maxWait: 60 }, ["allowed", "skipped"]);
   const late: number[] = [];
-  const times: number[] = [];
+  const at: number[] = [];
   let out = 0;
-  bench.on("allowed", (msg, at) => {
+  bench.on("allowed", (msg, when) => {
     out++;
     const releaseAt = (msg as { admission?: { release_at?: string } }).admission?.release_at;
     if (releaseAt === undefined) return;
-    // release_at is whole ms, rounded up from the reserved µs, and `at` is on the store's clock: lateness below 0 cannot happen, below 1 ms is rounding
-    late.push(at - Date.parse(releaseAt));
-    times.push(at);
+    // release_at is whole ms, rounded up from the reserved µs, and `when` is on the store's clock: lateness below 0 cannot happen, below 1 ms is rounding
+    late.push(when - Date.parse(releaseAt));
+    at.push(when);
   });
   bench.on("skipped", () => { out++; });
   collectGarbage();
   const offerEnd = bench.now() + OFFER_MS;
-  const offered = await offer(bench.input, rate);
+  const offered = await offer(bench.input, rate, times);
   await until(() => out >= offered, DRAIN_LIMIT_MS);
-  return pacingRow(`throughput-gate queue (${store})`, rate, offered, late, times, offerEnd);
+  return pacingRow(`throughput-gate queue (${store})${times === 1 ? ", offered 1×" : ""}`, rate, offered, late, at, offerEnd);
 }
 
 /** The core delay node, rate-limit mode, all msgs in one stream (not per topic), none dropped: the same offer. */
@@ -205,6 +209,8 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip:
     for (const store of STORES) {
       ctx.progress(`throughput: queue mode at ${rate}/s (${store})`);
       pacing.push(await gatePacing(ctx, store, rate));
+      ctx.progress(`throughput: queue mode at ${rate}/s (${store}), offered 1×`);
+      pacing.push(await gatePacing(ctx, store, rate, 1));
     }
     if (!WITH_DELAY_NODE) continue;
     ctx.progress(`throughput: delay node at ${rate}/s`);
