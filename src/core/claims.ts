@@ -61,13 +61,8 @@ export interface TotalRelease {
  * the claims gave anything back (a claim released before gives nothing), and
  * the claims refused as not this msg's (the caller warns about them).
  *
- * A msg's total slots go back only once its recipient's slots are known to
- * be freed. Another copy of the msg, in flight beside it, holds those slots
- * too and took no total slot of its own (a retry never counts twice): when
- * this copy's give-back hands the slots to it, that copy's send goes on
- * under this one's total slots, which stay spent. (Were that copy given back
- * later as well, the total keeps a slot no send used: a total may count one
- * send too many, never one too few.)
+ * A msg that holds its recipient's slots gets its total slots back unless
+ * another attempt of it goes on under them (totalsStay).
  */
 export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, ReleaseAnswer>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
@@ -79,14 +74,38 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
     else if (request.kind === "total") totals.push(request.spend);
     else requests.push(request);
   }
-  const waitForCaps = totals.length > 0 && requests.some((r) => r.kind === "cap");
   const releasing = Promise.all(requests.map((request) => access.submit(lane, request)));
-  const answers = waitForCaps ? await releasing : undefined;
-  const handedOn = answers !== undefined && answers.some((a, i) => requests[i]?.kind === "cap" && a.handed > 0);
-  const [given, totalGiven] = await Promise.all([
-    answers ?? releasing,
-    handedOn ? [] : Promise.all(totals.map(refundTotal)),
-  ]);
+  let refunding: Promise<boolean[]>;
+  if (totals.length > 0 && requests.some((r) => r.kind === "cap")) {
+    const answers = await releasing;
+    refunding = totalsStay(requests, answers) ? Promise.resolve([]) : Promise.all(totals.map(refundTotal));
+  } else {
+    refunding = Promise.all(totals.map(refundTotal));
+  }
+  const [given, totalGiven] = await Promise.all([releasing, refunding]);
   const totalsGiven = totalGiven.filter(Boolean).length;
   return { given: given.reduce((sum, a) => sum + a.given, 0) + totalsGiven, claimsGiven: given.filter((a) => a.given > 0).length + totalsGiven, refused };
+}
+
+/**
+ * Whether a msg's total slots stay spent after its recipient's slots were
+ * given back. Another copy of the msg in flight beside it holds those slots
+ * too, and when it held every one (a retry) it took no total slot of its
+ * own: this give-back hands them all to it, its send goes on under this
+ * one's total slots, and they stay. A copy that took slots of its own (this
+ * one's had aged out) took its own total slot too, and a give-back that
+ * finds nothing (a claim that failed open and never landed, slots aged out)
+ * leaves no send behind: their total slots come back.
+ */
+function totalsStay(requests: readonly ReleaseRequest[], answers: readonly ReleaseAnswer[]): boolean {
+  let fields = 0;
+  let given = 0;
+  let handed = 0;
+  requests.forEach((request, i) => {
+    if (request.kind !== "cap") return;
+    fields += request.fields.length;
+    given += answers[i]?.given ?? 0;
+    handed += answers[i]?.handed ?? 0;
+  });
+  return given === 0 && handed > 0 && handed === fields;
 }

@@ -48,6 +48,14 @@ async function copiesThenLater(chain: Chain, copies: Copies, count: number, firs
   return { sent, refused: later.filter((m) => reasonOf(m) === copies.reason).length };
 }
 
+/** `count` sends to new recipients in one tick, as they left. */
+async function freshSends(chain: Chain, count: number): Promise<Msg[]> {
+  const before = chain.out.total();
+  for (let i = 0; i < count; i++) chain.node("capA").receive({ recipient: `fresh${i}`, channel: "sms", messageId: `f${i}` });
+  await chain.out.until(before + count, 20_000);
+  return chain.out.sequence.slice(before).map((o) => o.msg);
+}
+
 describe("give-backs touch only what the msg itself took", function () {
   this.timeout(30_000);
   before(() => helper.startServer());
@@ -111,13 +119,41 @@ describe("give-backs touch only what the msg itself took", function () {
         assert.equal(totalSlots.length, count, "the first copy took the total's slot, its retry none");
       }
       // 1,001 sends went out: 1,001 slots of the total are left
-      const before = chain.out.total();
-      for (let i = 0; i < 1_101; i++) chain.node("capA").receive({ recipient: `fresh${i}`, channel: "sms", messageId: `f${i}` });
-      await chain.out.until(before + 1_101, 20_000);
-      const fresh = chain.out.sequence.slice(before).map((o) => o.msg);
+      const fresh = await freshSends(chain, 1_101);
       const refused = fresh.filter((m) => (m.admission as { cap_id?: string }).cap_id === "campaign-total");
       assert.equal(fresh.length - refused.length, 1_001, `${fresh.length - refused.length} of 1,101 new recipients admitted where the total had 1,001 slots left`);
       assert.equal(refused.length, 100);
+    });
+
+    it(`a second send of one messageId that took a slot of its own (${store}): the first given back, its total slot comes back; 1 recipient, then 500 in one tick`, async () => {
+      // a 1 s cap the first send's entry has left when the second comes: the second holds the daily slot beside the first, takes a
+      // 1 s slot and a total slot of its own (it is no retry), so the first's give-back frees its 1 s entry and its total slot
+      const rules = [
+        { id: "daily5", scope: "global", max_count: 5, window_seconds: 86_400 },
+        { id: "per-second", scope: "global", max_count: 1, window_seconds: 1 },
+        { id: "campaign-total", scope: "global", counts: "total", max_count: 1_102, window_seconds: 1, window_type: "lifetime" },
+      ];
+      const chain = await deployChain({ store, keyPrefix: uniquePrefix("second-total"), rules, config: { timeoutMs: 1000 } });
+      for (const [count, first] of [[1, 0], [500, 1]] as const) {
+        const wave = async (): Promise<Msg[]> => {
+          const before = chain.out.total();
+          for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `s${i}`, channel: "sms", messageId: `m${i}` });
+          await chain.out.until(before + count, 20_000);
+          return chain.out.sequence.slice(before).map((o) => o.msg);
+        };
+        const firsts = await wave();
+        await sleep(1_100);
+        const seconds = await wave();
+        const withTotal = (m: Msg) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total");
+        assert.equal([...firsts, ...seconds].filter(withTotal).length, 2 * count, "each send took a total slot");
+        const before = chain.out.total();
+        for (const m of firsts) chain.node("release").receive(structuredClone(m));
+        await chain.out.until(before + count, 20_000);
+      }
+      // 501 sends went out (the second of each): 601 slots of the total are left
+      const fresh = await freshSends(chain, 700);
+      const refused = fresh.filter((m) => (m.admission as { cap_id?: string }).cap_id === "campaign-total");
+      assert.equal(fresh.length - refused.length, 601, `${fresh.length - refused.length} of 700 new recipients admitted where the total had 601 slots left`);
     });
   }
 
