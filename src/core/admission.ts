@@ -22,7 +22,7 @@ export type AdmissionClaim = {
   member: string;
   key: string;
   at: string;
-} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[] }
+} & ({ kind: "cap"; token: number; fields: string[]; cap_ids: string[]; /** the fields of shadow caps, when any (SPEC §4: they never refuse) */ shadow_fields?: string[] }
   /** `token`: the attempt that made the mark (absent on claims written before attempt tokens) */
   | { kind: "dup"; token?: string }
   /** a slot of a total cap's shared counter (`key`): spent from `lease`, counted in the time bucket `bucket` */
@@ -152,10 +152,14 @@ export function seconds(ms: number | null): number | null {
 
 /** The claim of slots in some caps' counters, to be given back by `release`. */
 function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], attempt: ClaimAttempt, at: string): AdmissionClaim {
-  return {
+  const claim: AdmissionClaim = {
     gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: attempt.member, token: attempt.token,
     key: (caps[0] as ApplicableCap).key, fields: caps.map((c) => c.field), cap_ids: caps.map((c) => c.rule.id), at,
   };
+  // a give-back tells a retry's slots by the enforced caps alone, as the claim did (claims.ts totalsStay)
+  const shadow = caps.filter((c) => c.rule.enforcement === "shadow").map((c) => c.field);
+  if (shadow.length > 0) claim.shadow_fields = shadow;
+  return claim;
 }
 
 /** The slot a send took in a total cap, to be given back by `release` or a later refusal. */

@@ -28,7 +28,7 @@ function isToken(value: unknown): value is number {
  * through the flow (a function node may copy or rewrite it), so a give-back
  * must never delete what another msg, tenant or queue owns.
  */
-export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | TotalRelease | undefined {
+export function releaseOf(claim: unknown, owner: ClaimOwner): CapRelease | ReleaseRequest | TotalRelease | undefined {
   if (typeof claim !== "object" || claim === null) return undefined;
   const c = claim as Partial<Record<string, unknown>>;
   if (typeof c.member !== "string" || typeof c.key !== "string") return undefined;
@@ -36,7 +36,8 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | T
   if (c.kind === "cap") {
     const fields = c.fields;
     if (c.key !== `${base}:c` || !isToken(c.token) || !Array.isArray(fields) || !fields.every((f) => typeof f === "string")) return undefined;
-    return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[] };
+    const shadow = Array.isArray(c.shadow_fields) ? c.shadow_fields.filter((f): f is string => typeof f === "string" && fields.includes(f)) : [];
+    return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[], ...(shadow.length > 0 ? { shadowFields: shadow } : {}) };
   }
   if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) {
     // a claim written before attempt tokens names the bare messageId, as its mark holds it
@@ -48,6 +49,9 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): ReleaseRequest | T
   }
   return undefined;
 }
+
+/** A claim's counter entries to give back, and which of its fields are shadow caps' (a claim written before shadow_fields counts all as enforced). */
+export type CapRelease = Extract<ReleaseRequest, { kind: "cap" }> & { shadowFields?: readonly string[] };
 
 /** A slot of a total cap to give back (to the lease it came from when that is this cap-config's). */
 export interface TotalRelease {
@@ -67,18 +71,32 @@ export interface TotalRelease {
 export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, ReleaseAnswer>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
   const requests: ReleaseRequest[] = [];
+  /** requests[i] gives back enforced caps' entries: a retry's claim was judged by those alone (capEngine isRetry) */
+  const enforced: boolean[] = [];
   const totals: TotalSpend[] = [];
   for (const claim of claims) {
     const request = releaseOf(claim, owner);
     if (!request) refused.push(claim);
     else if (request.kind === "total") totals.push(request.spend);
-    else requests.push(request);
+    else if (request.kind === "cap" && "shadowFields" in request && request.shadowFields) {
+      const { shadowFields, ...cap } = request;
+      const own = cap.fields.filter((f) => !shadowFields.includes(f));
+      if (own.length > 0) {
+        requests.push({ ...cap, fields: own });
+        enforced.push(true);
+      }
+      requests.push({ ...cap, fields: [...shadowFields] });
+      enforced.push(false);
+    } else {
+      requests.push(request);
+      enforced.push(request.kind === "cap");
+    }
   }
   const releasing = Promise.all(requests.map((request) => access.submit(lane, request)));
   let refunding: Promise<boolean[]>;
   if (totals.length > 0 && requests.some((r) => r.kind === "cap")) {
     const answers = await releasing;
-    refunding = totalsStay(requests, answers) ? Promise.resolve([]) : Promise.all(totals.map(refundTotal));
+    refunding = totalsStay(requests, enforced, answers) ? Promise.resolve([]) : Promise.all(totals.map(refundTotal));
   } else {
     refunding = Promise.all(totals.map(refundTotal));
   }
@@ -95,14 +113,15 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
  * one's total slots, and they stay. A copy that took slots of its own (this
  * one's had aged out) took its own total slot too, and a give-back that
  * finds nothing (a claim that failed open and never landed, slots aged out)
- * leaves no send behind: their total slots come back.
+ * leaves no send behind: their total slots come back. Shadow caps' entries
+ * play no part, as they played none in telling a retry.
  */
-function totalsStay(requests: readonly ReleaseRequest[], answers: readonly ReleaseAnswer[]): boolean {
+function totalsStay(requests: readonly ReleaseRequest[], enforced: readonly boolean[], answers: readonly ReleaseAnswer[]): boolean {
   let fields = 0;
   let given = 0;
   let handed = 0;
   requests.forEach((request, i) => {
-    if (request.kind !== "cap") return;
+    if (request.kind !== "cap" || !enforced[i]) return;
     fields += request.fields.length;
     given += answers[i]?.given ?? 0;
     handed += answers[i]?.handed ?? 0;

@@ -157,6 +157,39 @@ describe("give-backs touch only what the msg itself took", function () {
     });
   }
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`a retry beside a total cap and a shadow cap whose slot aged out (${store}): the first copy given back, the total still counts the retry's send; 1 recipient, then 500 in one tick`, async () => {
+      // the retry holds the daily slot beside the first copy and takes a shadow entry of its own: a retry all the same (shadow caps
+      // never refuse, so they do not tell one), with no total slot of its own
+      const rules = [
+        { id: "daily5", scope: "global", max_count: 5, window_seconds: 86_400 },
+        { id: "shadow-second", scope: "global", max_count: 1, window_seconds: 1, enforcement: "shadow" },
+        { id: "campaign-total", scope: "global", counts: "total", max_count: 1_102, window_seconds: 1, window_type: "lifetime" },
+      ];
+      const chain = await deployChain({ store, keyPrefix: uniquePrefix("shadow-total"), rules, config: { timeoutMs: 1000 } });
+      for (const [count, first] of [[1, 0], [500, 1]] as const) {
+        const wave = async (): Promise<Msg[]> => {
+          const before = chain.out.total();
+          for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `h${i}`, channel: "sms", messageId: `m${i}` });
+          await chain.out.until(before + count, 20_000);
+          return chain.out.sequence.slice(before).map((o) => o.msg);
+        };
+        const firsts = await wave();
+        await sleep(1_100);
+        const retries = await wave();
+        const withTotal = (m: Msg) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total");
+        assert.deepEqual([firsts.filter(withTotal).length, retries.filter(withTotal).length], [count, 0], "the retries took no total slot");
+        const before = chain.out.total();
+        for (const m of firsts) chain.node("release").receive(structuredClone(m));
+        await chain.out.until(before + count, 20_000);
+      }
+      // 501 sends went out (the retries): 601 slots of the total are left
+      const fresh = await freshSends(chain, 700);
+      const admitted = fresh.filter((m) => (m.admission as { cap_id?: string }).cap_id !== "campaign-total").length;
+      assert.equal(admitted, 601, `${admitted} of 700 new recipients admitted where the total had 601 slots left`);
+    });
+  }
+
   it("a timed-out retry, released, does not free the slot its first attempt holds", async () => {
     const own = new OwnRedis(0, ["--enable-debug-command", "yes"]);
     await own.start();
