@@ -56,6 +56,32 @@ async function freshSends(chain: Chain, count: number): Promise<Msg[]> {
   return chain.out.sequence.slice(before).map((o) => o.msg);
 }
 
+/** Whether the msg took a slot of a total cap. */
+function tookTotal(m: Msg): boolean {
+  return (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total");
+}
+
+/**
+ * A send to each of `count` recipients (`first`…) in one tick, the same sends
+ * again 1.1 s later, then the first ones given back; returns both waves as
+ * they left.
+ */
+async function sendAgainLater(chain: Chain, count: number, first: number): Promise<{ firsts: Msg[]; seconds: Msg[] }> {
+  const wave = async (): Promise<Msg[]> => {
+    const before = chain.out.total();
+    for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `s${i}`, channel: "sms", messageId: `m${i}` });
+    await chain.out.until(before + count, 20_000);
+    return chain.out.sequence.slice(before).map((o) => o.msg);
+  };
+  const firsts = await wave();
+  await sleep(1_100);
+  const seconds = await wave();
+  const before = chain.out.total();
+  for (const m of firsts) chain.node("release").receive(structuredClone(m));
+  await chain.out.until(before + count, 20_000);
+  return { firsts, seconds };
+}
+
 describe("give-backs touch only what the msg itself took", function () {
   this.timeout(30_000);
   before(() => helper.startServer());
@@ -115,8 +141,7 @@ describe("give-backs touch only what the msg itself took", function () {
       const copies: Copies = { entry: "capA", kind: "cap", reason: "frequency_capped", send: (i, messageId) => ({ recipient: `t${i}`, channel: "sms", messageId }) };
       for (const [count, first] of [[1, 0], [1_000, 1]] as const) {
         const { sent } = await copiesThenLater(chain, copies, count, first, false);
-        const totalSlots = sent.filter((m) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total"));
-        assert.equal(totalSlots.length, count, "the first copy took the total's slot, its retry none");
+        assert.equal(sent.filter(tookTotal).length, count, "the first copy took the total's slot, its retry none");
       }
       // 1,001 sends went out: 1,001 slots of the total are left
       const fresh = await freshSends(chain, 1_101);
@@ -135,20 +160,8 @@ describe("give-backs touch only what the msg itself took", function () {
       ];
       const chain = await deployChain({ store, keyPrefix: uniquePrefix("second-total"), rules, config: { timeoutMs: 1000 } });
       for (const [count, first] of [[1, 0], [500, 1]] as const) {
-        const wave = async (): Promise<Msg[]> => {
-          const before = chain.out.total();
-          for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `s${i}`, channel: "sms", messageId: `m${i}` });
-          await chain.out.until(before + count, 20_000);
-          return chain.out.sequence.slice(before).map((o) => o.msg);
-        };
-        const firsts = await wave();
-        await sleep(1_100);
-        const seconds = await wave();
-        const withTotal = (m: Msg) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total");
-        assert.equal([...firsts, ...seconds].filter(withTotal).length, 2 * count, "each send took a total slot");
-        const before = chain.out.total();
-        for (const m of firsts) chain.node("release").receive(structuredClone(m));
-        await chain.out.until(before + count, 20_000);
+        const { firsts, seconds } = await sendAgainLater(chain, count, first);
+        assert.equal([...firsts, ...seconds].filter(tookTotal).length, 2 * count, "each send took a total slot");
       }
       // 501 sends went out (the second of each): 601 slots of the total are left
       const fresh = await freshSends(chain, 700);
@@ -168,20 +181,8 @@ describe("give-backs touch only what the msg itself took", function () {
       ];
       const chain = await deployChain({ store, keyPrefix: uniquePrefix("shadow-total"), rules, config: { timeoutMs: 1000 } });
       for (const [count, first] of [[1, 0], [500, 1]] as const) {
-        const wave = async (): Promise<Msg[]> => {
-          const before = chain.out.total();
-          for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `h${i}`, channel: "sms", messageId: `m${i}` });
-          await chain.out.until(before + count, 20_000);
-          return chain.out.sequence.slice(before).map((o) => o.msg);
-        };
-        const firsts = await wave();
-        await sleep(1_100);
-        const retries = await wave();
-        const withTotal = (m: Msg) => (m.admission as { claims: { kind: string }[] }).claims.some((c) => c.kind === "total");
-        assert.deepEqual([firsts.filter(withTotal).length, retries.filter(withTotal).length], [count, 0], "the retries took no total slot");
-        const before = chain.out.total();
-        for (const m of firsts) chain.node("release").receive(structuredClone(m));
-        await chain.out.until(before + count, 20_000);
+        const { firsts, seconds } = await sendAgainLater(chain, count, first);
+        assert.deepEqual([firsts.filter(tookTotal).length, seconds.filter(tookTotal).length], [count, 0], "the retries took no total slot");
       }
       // 501 sends went out (the retries): 601 slots of the total are left
       const fresh = await freshSends(chain, 700);
