@@ -70,39 +70,48 @@ export interface TotalRelease {
  */
 export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseRequest, ReleaseAnswer>, claims: readonly AdmissionClaim[], owner: ClaimOwner, refundTotal: (spend: TotalSpend) => Promise<boolean>): Promise<{ given: number; claimsGiven: number; refused: AdmissionClaim[] }> {
   const refused: AdmissionClaim[] = [];
-  const requests: ReleaseRequest[] = [];
-  /** requests[i] gives back enforced caps' entries: a retry's claim was judged by those alone (capEngine isRetry) */
-  const enforced: boolean[] = [];
+  const caps: (CapRelease | ReleaseRequest)[] = [];
   const totals: TotalSpend[] = [];
   for (const claim of claims) {
     const request = releaseOf(claim, owner);
     if (!request) refused.push(claim);
     else if (request.kind === "total") totals.push(request.spend);
-    else if (request.kind === "cap" && "shadowFields" in request && request.shadowFields) {
-      const { shadowFields, ...cap } = request;
-      const own = cap.fields.filter((f) => !shadowFields.includes(f));
-      if (own.length > 0) {
-        requests.push({ ...cap, fields: own });
-        enforced.push(true);
-      }
-      requests.push({ ...cap, fields: [...shadowFields] });
-      enforced.push(false);
-    } else {
-      requests.push(request);
-      enforced.push(request.kind === "cap");
-    }
+    else caps.push(request);
   }
-  const releasing = Promise.all(requests.map((request) => access.submit(lane, request)));
+  // only where total slots hang on the answer are a claim's shadow entries given back apart, to be left out of it
+  const parts = totals.length > 0 ? caps.flatMap(partsOf) : caps.map((request, claim) => ({ request, claim, enforced: request.kind === "cap" }));
+  const releasing = Promise.all(parts.map((part) => access.submit(lane, part.request)));
   let refunding: Promise<boolean[]>;
-  if (totals.length > 0 && requests.some((r) => r.kind === "cap")) {
+  if (totals.length > 0 && parts.some((part) => part.enforced)) {
     const answers = await releasing;
-    refunding = totalsStay(requests, enforced, answers) ? Promise.resolve([]) : Promise.all(totals.map(refundTotal));
+    refunding = totalsStay(parts, answers) ? Promise.resolve([]) : Promise.all(totals.map(refundTotal));
   } else {
     refunding = Promise.all(totals.map(refundTotal));
   }
-  const [given, totalGiven] = await Promise.all([releasing, refunding]);
+  const [answers, totalGiven] = await Promise.all([releasing, refunding]);
   const totalsGiven = totalGiven.filter(Boolean).length;
-  return { given: given.reduce((sum, a) => sum + a.given, 0) + totalsGiven, claimsGiven: given.filter((a) => a.given > 0).length + totalsGiven, refused };
+  // a claim given back in two parts counts once
+  const claimsGiven = new Set(parts.filter((_, i) => (answers[i] as ReleaseAnswer).given > 0).map((part) => part.claim)).size;
+  return { given: answers.reduce((sum, a) => sum + a.given, 0) + totalsGiven, claimsGiven: claimsGiven + totalsGiven, refused };
+}
+
+/** One release call of a claim's: `claim` its index among the msg's, `enforced` whether it gives back enforced caps' entries. */
+interface ReleasePart {
+  request: ReleaseRequest;
+  claim: number;
+  enforced: boolean;
+}
+
+/** A claim's release, its shadow caps' entries apart from its enforced caps': a retry was told by the enforced alone (capEngine isRetry). */
+function partsOf(request: CapRelease | ReleaseRequest, claim: number): ReleasePart[] {
+  if (request.kind !== "cap") return [{ request, claim, enforced: false }];
+  const shadow = "shadowFields" in request ? request.shadowFields ?? [] : [];
+  const { kind, key, member, token } = request;
+  const own = request.fields.filter((f) => !shadow.includes(f));
+  const parts: ReleasePart[] = [];
+  if (own.length > 0) parts.push({ request: { kind, key, member, token, fields: own }, claim, enforced: true });
+  if (shadow.length > 0) parts.push({ request: { kind, key, member, token, fields: [...shadow] }, claim, enforced: false });
+  return parts;
 }
 
 /**
@@ -116,13 +125,13 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
  * leaves no send behind: their total slots come back. Shadow caps' entries
  * play no part, as they played none in telling a retry.
  */
-function totalsStay(requests: readonly ReleaseRequest[], enforced: readonly boolean[], answers: readonly ReleaseAnswer[]): boolean {
+function totalsStay(parts: readonly ReleasePart[], answers: readonly ReleaseAnswer[]): boolean {
   let fields = 0;
   let given = 0;
   let handed = 0;
-  requests.forEach((request, i) => {
-    if (request.kind !== "cap" || !enforced[i]) return;
-    fields += request.fields.length;
+  parts.forEach((part, i) => {
+    if (!part.enforced || part.request.kind !== "cap") return;
+    fields += part.request.fields.length;
     given += answers[i]?.given ?? 0;
     handed += answers[i]?.handed ?? 0;
   });

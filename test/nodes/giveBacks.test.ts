@@ -109,6 +109,26 @@ describe("give-backs touch only what the msg itself took", function () {
   }
 
   for (const store of ["memory", "redis"] as const) {
+    it(`counts a claim given back once in the trail, its shadow caps' entries with it (${store}): beside a total cap, refunded 2 (the claim and the total's slot); 1 msg, then 500 in one tick`, async () => {
+      const rules = [...ONE_A_DAY, { id: "shadow-hourly", scope: "global", max_count: 3, window_seconds: 3_600, enforcement: "shadow" },
+        { id: "campaign-total", scope: "global", counts: "total", max_count: 10_000, window_seconds: 1, window_type: "lifetime" }];
+      const chain = await deployChain({ store, keyPrefix: uniquePrefix("refunded-shadow"), rules, config: { timeoutMs: 1000 } });
+      const refundedOf = (m: Msg): number | undefined => (m.admission as { trail: { refunded?: number }[] }).trail.at(-1)?.refunded;
+      for (const [count, first] of [[1, 0], [500, 1]] as const) {
+        const before = chain.out.total();
+        for (let i = first; i < first + count; i++) chain.node("capA").receive({ recipient: `rs${i}`, channel: "sms", messageId: `m${i}` });
+        await chain.out.until(before + count, 20_000);
+        const sent = chain.out.sequence.slice(before).map((o) => o.msg);
+        assert.ok(sent.every((m) => (m.admission as { claims: { shadow_fields?: string[] }[] }).claims.some((c) => c.shadow_fields?.length === 1)));
+        for (const m of sent) chain.node("release").receive(structuredClone(m));
+        await chain.out.until(before + 2 * count, 20_000);
+        const released = chain.out.sequence.slice(before + count).map((o) => o.msg);
+        assert.deepEqual([...new Set(released.map(refundedOf))], [2], "one cap claim and one total slot each");
+      }
+    });
+  }
+
+  for (const store of ["memory", "redis"] as const) {
     for (const both of [false, true]) {
       it(`two copies of one send in flight (${store}), ${both ? "both released (the provider failed both): the slot comes back" : "the one that took the slot released, the other sent: the slot stays"}; 1 recipient, then 1,000 in one tick`, async () => {
         const chain = await deployChain({ store, keyPrefix: uniquePrefix("copies"), rules: ONE_A_DAY, config: { timeoutMs: 1000 } });
