@@ -3,6 +3,7 @@ import type { Pool } from "pg";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
 import { helper } from "../support/nodeRed";
 import { freePort } from "../support/ports";
+import { clearOfPeriodEnd } from "../support/calendarClock";
 import { DATABASE_URL, createSchema, dropSchema, testPool, uniqueSchema } from "../support/postgres";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 
@@ -112,6 +113,8 @@ describe("admin API on a cap-config with PostgreSQL", function () {
   });
 
   it("GET …/totals gathers an org's total caps from every channel's rows and the global ones, each once", async () => {
+    // all-total is a calendar day (UTC): the two sends and the read of its count in one day, not across a UTC midnight
+    await clearOfPeriodEnd("calendar_day", "UTC");
     const flow = await deployGateFlow({ store: "redis", config: pgConfig(), rules: [] });
     const caps = [
       CAP,

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { NodeStatus } from "node-red";
 import { deployGateFlow, sendInOrder, type GateFlow } from "../support/gateFlow";
 import { useUserDir } from "../support/userDir";
+import { clearOfPeriodEnd } from "../support/calendarClock";
 import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from "../support/nodeRed";
 import { sleep, uniquePrefix } from "../support/redis";
 import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
@@ -211,12 +212,15 @@ for (const kind of STORE_KINDS) {
 }
 
 describe("frequency-cap-gate: a calendar cap holds until the recipient's local midnight plus jitter", function () {
-  this.timeout(20_000);
+  this.timeout(30_000);
   before(() => helper.startServer());
   after(() => helper.stopServer());
   afterEach(() => helper.unload());
 
   it("spreads the release over [midnight, midnight + jitter) in msg.timezone, and names the reset in retry_after", async () => {
+    // "a" fills Kathmandu's day and "b" is held until its end: both sent, and the midnight read, in one Kathmandu day,
+    // not across its midnight (18:15 UTC), where "b" would be judged in a new day and go out
+    const midnight = await clearOfPeriodEnd("calendar_day", "Asia/Kathmandu", 5_000);
     const flow = await deployGateFlow({
       store: "memory", config: { keyPrefix: uniquePrefix("cal") }, gate: { deferMax: 3 * 86400, jitter: 600 },
       rules: [{ id: "daily", scope: "channel", channel: "sms", max_count: 1, window_seconds: 86400, window_type: "calendar_day", disposition: "defer" }],
@@ -224,8 +228,6 @@ describe("frequency-cap-gate: a calendar cap holds until the recipient's local m
     await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "a", timezone: "Asia/Kathmandu" }]);
     flow.send({ recipient: "r", channel: "sms", messageId: "b", timezone: "Asia/Kathmandu" });
     await sleep(200);
-    const { calendarPeriod } = await import("../../src/core/calendarPeriod");
-    const midnight = calendarPeriod("calendar_day", Date.now(), "Asia/Kathmandu").endMs;
     const service = (helper.getNode("cfg0") as unknown as { service: import("../../src/core/capService").CapService }).service;
     const queue = service.deferrals.queueOf("gate0");
     assert.equal(await queue.size(), 1);

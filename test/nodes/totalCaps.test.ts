@@ -4,6 +4,7 @@ import { helper, reasonOf, type Msg } from "../support/nodeRed";
 import { deployGateFlow } from "../support/gateFlow";
 import { dropPrefix, uniquePrefix } from "../support/redis";
 import { helperSuiteWithRedis } from "../support/helperSuite";
+import { clearOfPeriodEnd } from "../support/calendarClock";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 
 const AD_TOTAL = { id: "ad-total", scope: "global", counts: "total", per: ["ad_id"], max_count: 1000, window_seconds: 1, window_type: "lifetime" };
@@ -289,6 +290,8 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
       { id: "campaign-day", scope: "global", counts: "total", per: ["campaign_id"], max_count: 5, window_seconds: 86400, window_type: "calendar_day" },
       { id: "hourly", scope: "global", counts: "total", max_count: 3, window_seconds: 3600 },
     ];
+    // the calendar-day total counts the sends until the usage read below: not across a UTC midnight, where it starts at 0
+    await clearOfPeriodEnd("calendar_day", "UTC");
     const flow = await deployGateFlow({ store: "memory", config: { keyPrefix }, rules });
     for (let i = 0; i < 10; i++) flow.send({ recipient: `u${i}`, channel: "sms", messageId: `m${i}`, attributes: { campaign_id: "c1" } });
     await flow.out.until(10, 10_000);
