@@ -33,6 +33,8 @@ export class GateStatus {
   private waiting = 0;
   /** a throughput-gate's current rate: how many it let through, per second */
   private perSecond: (() => number) | undefined;
+  /** a throughput-gate's msgs paced in process only (due too soon to be written to the queue), asked at each redraw */
+  private inProcess: () => number = () => 0;
   private lastFailOpen = 0;
   private store: StoreState = "ready";
   private rules: RulesProviderState = "ok";
@@ -57,6 +59,8 @@ export class GateStatus {
   holding(count: number): void { this.held = count; this.schedule(); }
   /** a throughput-gate shows the rate it lets msgs through at (asked at each redraw, which goes on while it holds msgs) */
   showRate(perSecond: () => number): void { this.perSecond = perSecond; this.schedule(); }
+  /** held msgs beside those in the defer queue: shown with them */
+  alsoHolding(count: () => number): void { this.inProcess = count; this.schedule(); }
   /** how many msgs wait in the cap-config's send queue (shown when > 0) */
   queued(count: number): void { this.waiting = count; this.schedule(); }
   recorded(): void { this.counts.recorded++; this.schedule(); }
@@ -133,10 +137,11 @@ export class GateStatus {
     else parts.push(this.counted("allowed", allowed), this.counted("skipped", skipped));
     // the send queue first: msgs waiting for the store say more about its health than msgs held by design
     if (this.waiting > 0) parts.push(this.counted("queued", this.waiting));
-    if (this.held > 0) parts.push(this.counted("held", this.held));
+    const held = this.held + this.inProcess();
+    if (held > 0) parts.push(this.counted("held", held));
     if (this.perSecond) {
       const rate = this.perSecond();
-      if (rate > 0 || this.held > 0) parts.push(this.counted("rate", rate));
+      if (rate > 0 || held > 0) parts.push(this.counted("rate", rate));
       // the rate falls back to 0 a second after the last msg: draw again until it has
       if (rate > 0) this.schedule();
     }

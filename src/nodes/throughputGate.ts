@@ -11,7 +11,7 @@ import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
 import { Pacer } from "../core/throughput/pacer";
 import { RateMeter } from "../core/throughput/rateMeter";
-import { StoreClock } from "../core/throughput/storeClock";
+import { preciseNow, StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
@@ -108,7 +108,19 @@ interface PacedMsg {
   tag: string;
   /** when it came in, among this gate's msgs: a msg.reset drops the held msgs that came in before it */
   seq: number;
+  /** written to the durable queue (or maybe: a hold that met a store fault), so its release acks it there */
+  durable: boolean;
 }
+
+/**
+ * A msg due this soon is in flight, not held: it is paced in this process
+ * only, as Node-RED's own wires carry a msg, and handed to the durable queue
+ * only if the gate closes first (a redeploy, a stop). Writing it durably
+ * (and acking it after) would cost two store calls per msg, and the write's
+ * round trip could outlast the wait itself, so it left late. Only a crash
+ * (SIGKILL, OOM) in that time loses it, as it loses every msg in flight.
+ */
+export const IN_FLIGHT_MS = 100;
 
 /** The tags of the last ceilings seen (most flows pace one or a few): a burst hashes each ceiling once. */
 class TagCache {
@@ -219,8 +231,15 @@ export default function register(RED: NodeAPI): void {
     const storeClock = new StoreClock();
     /** acks of released msgs still on their way: a closing gate waits for them, else its msgs would come back after their lease */
     const acking = new Set<Promise<void>>();
+    /** paced msgs held in process only (not durable): the status counts them with the queue's */
+    let inProcess = 0;
+    status.alsoHolding(() => inProcess);
+    const leaving = (paced: readonly PacedMsg[]): void => {
+      for (const p of paced) if (!p.durable) inProcess--;
+    };
     /** releases its own held msgs at their instants; the queue's poller releases those no instance holds (a gate closed, a process died) */
     const pacer = new Pacer<PacedMsg>((due) => {
+      leaving(due);
       for (const paced of due) {
         try {
           release(paced.held, false);
@@ -228,8 +247,9 @@ export default function register(RED: NodeAPI): void {
           node.warn(`could not release held msg ${paced.held.id}: ${(err as Error).message}`);
         }
       }
-      if (service) {
-        const ack = service.deferrals.acked(node.id, due.map((p) => p.held.id));
+      const durable = due.filter((p) => p.durable);
+      if (service && durable.length > 0) {
+        const ack = service.deferrals.acked(node.id, durable.map((p) => p.held.id));
         acking.add(ack);
         void ack.finally(() => acking.delete(ack));
       }
@@ -242,7 +262,11 @@ export default function register(RED: NodeAPI): void {
     if (service && !problem) {
       // msgs handed back or left by a process that died fall due every few ms: wake every ms, and take again at once after a release
       stops.push(service.deferrals.register(node.id, fromQueue, { minSleepMs: 1, steady: true }));
-      stops.push(() => handBack(pacer.stop()));
+      stops.push(() => {
+        const left = pacer.stop();
+        leaving(left);
+        return handBack(left);
+      });
       stops.push(() => Promise.allSettled([...acking]).then(() => undefined));
       stops.push(service.deferrals.onSize(node.id, (held) => {
         status.holding(held);
@@ -280,6 +304,7 @@ export default function register(RED: NodeAPI): void {
       await Promise.allSettled([...admitting].flatMap(([s2, admitted]) => (s2 < seq ? [admitted] : [])));
       // this instance's own first (earliest instants), then those in the shared queue (handed back, or left by a process that died)
       const own = pacer.take((p) => p.tag === tag && p.seq < seq);
+      leaving(own);
       await Promise.all(own.map(async (p) => {
         try {
           await each(p.held);
@@ -287,7 +312,7 @@ export default function register(RED: NodeAPI): void {
           node.warn(`could not hand out held msg ${p.held.id}: ${(err as Error).message}`);
         }
       }));
-      await svc.deferrals.acked(node.id, own.map((p) => p.held.id));
+      await svc.deferrals.acked(node.id, own.filter((p) => p.durable).map((p) => p.held.id));
       // each dropped msg is out of skipped before its batch is acked: a crash in between repeats it (same release_id), never loses it
       await svc.deferrals.takeTagged(node.id, tag, each);
       // the instants the dropped msgs reserved are free again (msgs held after the reset need not wait behind them),
@@ -422,23 +447,28 @@ export default function register(RED: NodeAPI): void {
         await giveBackInstant();
         throw err;
       }
-      try {
-        // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
-        await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
-        holdFaults.recovered();
-      } catch (err) {
-        if (!(err instanceof StoreUnavailableError)) {
-          await giveBackInstant();
-          throw err;
+      const dueLocal = storeClock.toLocal(dueAt);
+      const paced: PacedMsg = { held, tag, seq, durable: dueLocal - preciseNow() >= IN_FLIGHT_MS };
+      if (paced.durable) {
+        try {
+          // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
+          await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
+          holdFaults.recovered();
+        } catch (err) {
+          if (!(err instanceof StoreUnavailableError)) {
+            await giveBackInstant();
+            throw err;
+          }
+          // A store fault: the hold may yet have landed (a timed-out call often has). The msg keeps its instant and is paced
+          // here all the same; its release acks its id, so a copy that landed is not released again when its lease ends.
+          // Only a crash before then loses it, as the store could not take it.
+          holdFaults.failed(err);
         }
-        // A store fault: the hold may yet have landed (a timed-out call often has). The msg keeps its instant and is paced
-        // here all the same; its release acks its id, so a copy that landed is not released again when its lease ends.
-        // Only a crash before then loses it, as the store could not take it.
-        holdFaults.failed(err);
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
-      if (!pacer.add(storeClock.toLocal(dueAt), { held, tag, seq })) await handBack([{ held, tag, seq }]);
+      if (!pacer.add(dueLocal, paced)) await handBack([paced]);
+      else if (!paced.durable) inProcess++;
     }
 
     serveGate(node, status, handle, stops, metrics, service?.access.queue, service);

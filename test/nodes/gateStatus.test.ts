@@ -109,6 +109,15 @@ describe("nodes/gateStatus", () => {
     assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · queued 34");
     status.queued(0);
     assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0");
+    // a throughput-gate's msgs paced in process only (due within 100 ms) count as held beside the queue's, read at each redraw
+    let inProcess = 1_200;
+    status.alsoHolding(() => inProcess);
+    assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · held 1,200");
+    status.holding(3);
+    assert.equal((await settled(shown)).text, "✓ 1 · ✗ 0 · held 1,203");
+    inProcess = 0;
+    status.allowed();
+    assert.equal((await settled(shown)).text, "✓ 2 · ✗ 0 · held 3");
   });
 
   it("never runs past 30 characters, however large the counts", async () => {
