@@ -102,7 +102,7 @@ function tagOf(key: string): string {
   return sha256Hex(key).slice(0, 40);
 }
 
-/** A msg this gate holds itself until its instant (held leased in the durable queue meanwhile), and the tag of its ceiling. */
+/** A msg this gate holds itself until its instant (leased in the durable queue meanwhile, unless `durable` is false), and the tag of its ceiling. */
 interface PacedMsg {
   held: DeferredMsg;
   tag: string;
@@ -255,7 +255,14 @@ export default function register(RED: NodeAPI): void {
       }
     });
     const handBack = async (paced: readonly PacedMsg[]): Promise<void> => {
-      await service?.deferrals.handBack(node.id, paced.map((p) => ({ entry: p.held, tag: p.tag })));
+      const failed = await service?.deferrals.handBack(node.id, paced.map((p) => ({ entry: p.held, tag: p.tag })));
+      if (!failed) return;
+      // a msg paced in process only has no lease to come back by: say which are lost
+      const left = new Set(failed.left.map((item) => item.entry));
+      const lost = paced.filter((p) => !p.durable && left.has(p.held));
+      if (lost.length === 0) return;
+      const ids = lost.map((p) => String((p.held.msg as { messageId?: unknown }).messageId ?? p.held.id));
+      node.error(`closed holding ${lost.length} msg(s) paced in process only, and the store did not take them back (${failed.error.message}): they are lost (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
     };
 
     const stops = [] as (() => void | Promise<void>)[];
@@ -448,7 +455,8 @@ export default function register(RED: NodeAPI): void {
         throw err;
       }
       const dueLocal = storeClock.toLocal(dueAt);
-      const paced: PacedMsg = { held, tag, seq, durable: dueLocal - preciseNow() >= IN_FLIGHT_MS };
+      // a re-paced msg was held durably, and its old entry is acked once this returns: it is written again, however soon it is due
+      const paced: PacedMsg = { held, tag, seq, durable: releaseIdKept !== undefined || dueLocal - preciseNow() >= IN_FLIGHT_MS };
       if (paced.durable) {
         try {
           // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg

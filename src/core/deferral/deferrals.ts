@@ -21,6 +21,18 @@ const SIZE_REFRESH_MS = 2_000;
 const SIZE_AFTER_HOLD_MS = 50;
 /** how often the msgs of gates that run nowhere are checked (dropped once past their deadline) */
 const SWEEP_MS = 30_000;
+/** between tries of a hand-back the store refused (a failover as a redeploy lands) */
+const HAND_BACK_RETRY_MS = 200;
+
+/** What a closing gate could not hand back to its queue, and why. */
+export interface HandBackFailure {
+  error: Error;
+  left: readonly Omit<DeferItem, "leaseUntil">[];
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 /** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
 export const HOLD_TIMEOUT_MS = 2_000;
 /**
@@ -242,20 +254,33 @@ export class Deferrals {
 
   /**
    * Puts msgs a gate held leased back in its queue as due (the gate closes
-   * before their instants): the next poller releases them. What cannot be
-   * put back stays leased and comes back when the lease ends.
+   * before their instants): the next poller releases them. A failed put is
+   * tried again for `retryForMs` (a put is idempotent: the same id replaces
+   * itself). What still cannot be put back is returned with the last error:
+   * a msg held durably stays leased and comes back when its lease ends, one
+   * the gate paced in process only has no copy in the store.
    */
-  async handBack(gate: string, items: readonly Omit<DeferItem, "leaseUntil">[]): Promise<void> {
-    if (items.length === 0) return;
-    let failed: Error | undefined;
-    try {
-      const results = await this.queueOf(gate).deferMany(items);
-      failed = results.find((r): r is Error => r instanceof Error);
-    } catch (err) {
-      failed = err instanceof Error ? err : new Error(String(err));
+  async handBack(gate: string, items: readonly Omit<DeferItem, "leaseUntil">[], retryForMs = 5_000): Promise<HandBackFailure | undefined> {
+    if (items.length === 0) return undefined;
+    const until = Date.now() + retryForMs;
+    let left = items;
+    let error: Error | undefined;
+    for (;;) {
+      try {
+        const results = await this.queueOf(gate).deferMany(left);
+        const failed = left.filter((_, i) => results[i] instanceof Error);
+        error = results.find((r): r is Error => r instanceof Error);
+        left = failed;
+      } catch (err) {
+        error = err instanceof Error ? err : new Error(String(err));
+      }
+      if (left.length === 0 || Date.now() >= until) break;
+      await sleep(HAND_BACK_RETRY_MS);
     }
-    if (failed) this.options.warn(`gate ${gate} closed holding ${items.length} paced msg(s) and could not hand them back (${failed.message}): they come back when their lease ends`);
     this.sizeChanged(gate);
+    if (left.length === 0 || !error) return undefined;
+    this.options.warn(`gate ${gate} closed holding ${items.length} paced msg(s) and could not hand ${left.length} of them back (${error.message}): those held durably come back when their lease ends`);
+    return { error, left };
   }
 
   /** How long a msg a gate holds itself stays leased past its instant (the poller's lease). */
