@@ -33,6 +33,7 @@ export interface HandBackFailure {
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
 /** A hold writes a whole msg, and its answer must not be lost to a short send-path timeout (SPEC §9). */
 export const HOLD_TIMEOUT_MS = 2_000;
 /**
