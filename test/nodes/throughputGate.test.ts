@@ -371,10 +371,14 @@ describe("throughput-gate", function () {
     assert.equal(admission(out.of("allowed").find((m) => m.messageId === "lost0")).release_id, releaseId(entry as DeferredMsg), "its first release_id");
   });
 
-  it("hands back the msgs paced in process through a store blip at a redeploy (redis): the first put refused, the retry takes them, none lost", async () => {
-    const keyPrefix = uniquePrefix("tp-in-flight-blip");
+  /**
+   * 200 msgs at 1,000/s through tp0 on Redis, paced once the second is out; from then on the queue refuses the first
+   * `refusals` hand-backs (a failover as a redeploy lands), while holds still land. `refused()`: how many it refused.
+   */
+  async function pacedThenRefusingHandBacks(prefix: string, refusals: number) {
+    const keyPrefix = uniquePrefix(prefix);
     const gate = { rate: 1000, burst: 1 };
-    let flow = await deploy({ store: "redis", keyPrefix, gate });
+    const flow = await deploy({ store: "redis", keyPrefix, gate });
     const sentBefore = sentAllowed("tp0");
     for (let i = 0; i < 200; i++) flow.send({ messageId: `f${i}`, recipient: `r${i}` });
     await flow.out.until(2, 2000);
@@ -382,37 +386,31 @@ describe("throughput-gate", function () {
     const deferMany = queue.deferMany.bind(queue);
     let refused = 0;
     queue.deferMany = async (items) => {
-      if (refused === 0 && items.some((i) => i.leaseUntil === undefined)) {
+      if (refused < refusals && items.some((i) => i.leaseUntil === undefined)) {
         refused++;
         throw new Error("simulated failover");
       }
       return deferMany(items);
     };
+    return { sentBefore, refused: () => refused, redeploy: () => deploy({ store: "redis", keyPrefix, gate }) };
+  }
+
+  it("hands back the msgs paced in process through a store blip at a redeploy (redis): the first put refused, the retry takes them, none lost", async () => {
+    const first = await pacedThenRefusingHandBacks("tp-in-flight-blip", 1);
     await helper.unload();
-    assert.equal(refused, 1, "the hand-back was refused once");
-    flow = await deploy({ store: "redis", keyPrefix, gate });
-    await flow.out.until(200 - sentBefore.length, 8000);
+    assert.equal(first.refused(), 1, "the hand-back was refused once");
+    const flow = await first.redeploy();
+    await flow.out.until(200 - first.sentBefore.length, 8000);
     await sleep(200);
-    const seen = [...sentBefore, ...flow.out.of("allowed").map((m) => String(m.messageId))];
+    const seen = [...first.sentBefore, ...flow.out.of("allowed").map((m) => String(m.messageId))];
     assert.equal(new Set(seen).size, seen.length, "none twice");
     assert.equal(seen.length, 200, "none lost");
     await assertNothingHeld("every held msg acked");
   });
 
   it("says which msgs paced in process only are lost when the store does not take them back at a redeploy", async () => {
-    const keyPrefix = uniquePrefix("tp-in-flight-lost");
-    const gate = { rate: 1000, burst: 1 };
-    let flow = await deploy({ store: "redis", keyPrefix, gate });
-    const sentBefore = sentAllowed("tp0");
-    for (let i = 0; i < 200; i++) flow.send({ messageId: `f${i}`, recipient: `r${i}` });
-    await flow.out.until(2, 2000);
-    // the hand-back fails (a Redis failover as the redeploy lands); holds still land
-    const queue = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals.queueOf("tp0");
-    const deferMany = queue.deferMany.bind(queue);
-    queue.deferMany = async (items) => {
-      if (items.some((i) => i.leaseUntil === undefined)) throw new Error("simulated failover");
-      return deferMany(items);
-    };
+    const first = await pacedThenRefusingHandBacks("tp-in-flight-lost", Number.POSITIVE_INFINITY);
+    const { sentBefore } = first;
     const errors: string[] = [];
     const node = helper.getNode("tp0") as unknown as { error(e: unknown): void };
     const error = node.error.bind(node);
@@ -421,7 +419,7 @@ describe("throughput-gate", function () {
       error(e);
     };
     await helper.unload();
-    flow = await deploy({ store: "redis", keyPrefix, gate });
+    const flow = await first.redeploy();
     await sleep(500);
     const out = sentBefore.length + flow.out.of("allowed").length;
     const leased = (await ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals.heldSizes()).get("tp0") ?? 0;
