@@ -7,11 +7,12 @@ import { MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
 import { deferCodec } from "../../../src/core/defer/deferCodec";
 import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "../../../src/core/defer/deferQueue";
 import { MemoryDeferQueue } from "../../../src/core/defer/memoryDeferQueue";
-import { RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
+import { deferHashTag, RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
 import { RedisGateRegistry } from "../../../src/core/defer/gateRegistry";
 import { legacyDeferKeys, migrateLegacyQueue } from "../../../src/core/defer/legacyQueue";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
 import { SuiteStore } from "../../support/suiteStore";
+import { prefixOnMaster } from "../../support/masterPrefix";
 
 /** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
 interface Harness {
@@ -484,8 +485,10 @@ describe("on a Redis Cluster of three masters", function () {
   const store = new SuiteStore("redis-cluster");
   store.hooks();
   const seeds = () => (store.cluster?.nodes ?? []).map((n) => ({ host: "127.0.0.1", port: n.port }));
+  let queues = 0;
   deferQueueConformance("redis-cluster", async (options) => {
-    const prefix = uniquePrefix("dqc");
+    // each test's queue on the next master in turn: the suite reaches every master by construction
+    const prefix = prefixOnMaster("dqc", queues++, deferHashTag);
     const scope = { keyPrefix: prefix, configId: "cfg-1", gate: GATE };
     const clients: Cluster[] = [new Cluster(seeds())];
     const first = clients[0] as Cluster;
