@@ -1,6 +1,5 @@
 import { SendFieldError } from "./errors";
-import { namesRecord } from "./ownKeys";
-import { boundedTextProblem } from "./send";
+import { attributeRecord } from "./send";
 
 /** The most candidates one check answers (SPEC §5 check mode): a bid request's ads, not a catalogue. */
 export const MAX_CANDIDATES = 500;
@@ -32,21 +31,7 @@ export function parseCandidates(value: unknown): Candidate[] | undefined {
   const seen = new Map<string, number>();
   return value.map((item: unknown, index) => {
     if (!isPlainObject(item)) throw new SendFieldError(`candidates[${index}]`, `must be an object of attributes, got ${Array.isArray(item) ? "an array" : item === null ? "null" : typeof item}`);
-    const attributes = namesRecord<string>();
-    for (const name in item) {
-      if (!Object.hasOwn(item, name)) continue;
-      const v = item[name];
-      if (v === undefined || v === null) continue;
-      // the field is named only when it is bad: a check reads hundreds of attributes
-      const nameProblem = boundedTextProblem(name);
-      if (nameProblem !== undefined) throw new SendFieldError(`candidates[${index}]`, nameProblem);
-      if (typeof v === "string") {
-        const problem = boundedTextProblem(v);
-        if (problem !== undefined) throw new SendFieldError(`candidates[${index}].${name}`, problem);
-        attributes[name] = v;
-      } else if (typeof v === "number" && Number.isFinite(v)) attributes[name] = String(v);
-      else throw new SendFieldError(`candidates[${index}].${name}`, `must be a string, got ${typeof v}`);
-    }
+    const attributes = attributeRecord(item, `candidates[${index}]`);
     const key = Object.hasOwn(attributes, "id") ? (attributes.id as string) : String(index);
     const earlier = seen.get(key);
     if (earlier !== undefined) throw new SendFieldError(`candidates[${index}].id`, `${JSON.stringify(key)} is also candidate ${earlier}'s: each answer needs its own key`);

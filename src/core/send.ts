@@ -93,20 +93,30 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 export function readAttributes(value: unknown): Record<string, string> {
   if (absent(value)) return namesRecord();
   if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
+  return attributeRecord(value, "attributes");
+}
+
+/**
+ * The texts of an object of attributes (a send's, or a check's candidate),
+ * copied into a record that inherits nothing: numbers read as strings,
+ * undefined and null left out, anything else refused naming `field` (and the
+ * attribute). Shared by every reader of attributes so all judge them alike.
+ */
+export function attributeRecord(value: Record<string, unknown>, field: string): Record<string, string> {
   const out = namesRecord<string>();
   for (const name in value) {
     if (!Object.hasOwn(value, name)) continue;
     const v = value[name];
     if (v === undefined || v === null) continue;
-    // each field is named only when it is bad: every msg reads its attributes
+    // each field is named only when it is bad: every msg reads its attributes, a check hundreds
     const nameProblem = boundedTextProblem(name);
-    if (nameProblem !== undefined) throw new SendFieldError("attributes", nameProblem);
+    if (nameProblem !== undefined) throw new SendFieldError(field, nameProblem);
     if (typeof v === "string") {
       const problem = boundedTextProblem(v);
-      if (problem !== undefined) throw new SendFieldError(`attributes.${name}`, problem);
+      if (problem !== undefined) throw new SendFieldError(`${field}.${name}`, problem);
       out[name] = v;
     } else if (typeof v === "number" && Number.isFinite(v)) out[name] = String(v);
-    else throw new SendFieldError(`attributes.${name}`, `must be a string, got ${typeof v}`);
+    else throw new SendFieldError(`${field}.${name}`, `must be a string, got ${typeof v}`);
   }
   return out;
 }
