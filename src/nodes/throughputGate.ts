@@ -343,7 +343,13 @@ export default function register(RED: NodeAPI): void {
         await control(msg, svc, settings, Object.hasOwn(msg, "reset"), seq);
         return;
       }
-      await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
+      // held msgs due by now leave in turn with the incoming ones, not after the whole run of them
+      pacer.releaseDue();
+      try {
+        await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
+      } finally {
+        pacer.releaseDue();
+      }
     }
 
     async function tracked(seq: number, admitted: Promise<void>): Promise<void> {

@@ -55,6 +55,25 @@ describe("pacer: a gate's own held msgs, each released at its instant", function
     }
   });
 
+  it("releaseDue hands out what is due now, without the timer, and only that; the timer still paces the rest, each once", async () => {
+    const out: string[] = [];
+    let now = 1_000;
+    const pacer = new Pacer<string>((items) => out.push(...items), () => now);
+    pacer.add(1_010, "a");
+    pacer.add(1_020, "b");
+    pacer.add(1_030, "c");
+    pacer.releaseDue();
+    assert.deepEqual(out, [], "nothing is due yet");
+    now = 1_020;
+    pacer.releaseDue();
+    assert.deepEqual(out, ["a", "b"], "what is due leaves in this call, before any timer could fire");
+    now = 1_030;
+    await sleep(40);
+    assert.deepEqual(out, ["a", "b", "c"], "the rest by the timer, none twice");
+    pacer.add(1_030, "d");
+    assert.deepEqual(pacer.stop(), ["d"], "an item due now but not yet released is handed back at stop");
+  });
+
   it("stop hands back every held item, earliest first, and refuses new ones (the caller hands them to the queue)", async () => {
     const out: string[] = [];
     const pacer = new Pacer<string>((items) => out.push(...items));

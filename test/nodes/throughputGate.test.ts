@@ -220,6 +220,28 @@ describe("throughput-gate", function () {
     assert.ok(last >= 1900 && last < 2400, `last after ${last} ms`);
   });
 
+
+  it("releases a held msg that fell due as the next msg comes in, not after the loop's whole run of incoming msgs (its timer cannot fire during it)", async () => {
+    const { out, send } = await deploy({ store: "memory", gate: { rate: 100, interval: 1, burst: 1 } });
+    send({ messageId: "first" });
+    send({ messageId: "held" });
+    // "held" is paced 10 ms after "first"
+    while (out.of("allowed").length < 1) await sleep(1);
+    const busyUntil = (at: number): void => {
+      while (Date.now() < at) { /* the loop is busy, as with a long run of incoming msgs */ }
+    };
+    const began = Date.now();
+    busyUntil(began + 40);
+    const nextAt = Date.now();
+    send({ messageId: "next" });
+    busyUntil(nextAt + 60);
+    const runEnded = Date.now();
+    await out.until(3);
+    const held = out.of("allowed").find((m) => m.messageId === "held");
+    assert.ok(held, "held msg out of allowed");
+    const releasedAt = Date.parse((admission(held).trail.at(-1) as { at: string }).at);
+    assert.ok(releasedAt <= nextAt + 20 && releasedAt < runEnded - 20, `released ${releasedAt - nextAt} ms after "next" came in, the run ended ${runEnded - nextAt} ms after it`);
+  });
   it("holds a split node's parts apart: 5 recipients' msgs sharing one messageId (_msgid) all leave, none replaces another", async () => {
     const { out, send } = await deploy({ store: "redis", gate: { rate: 20, interval: 1, burst: 1 } });
     for (let i = 0; i < 5; i++) send({ messageId: "split-part", recipient: `r${i}` });
