@@ -237,6 +237,21 @@ export default function register(RED: NodeAPI): void {
     const leaving = (paced: readonly PacedMsg[]): void => {
       for (const p of paced) if (!p.durable) inProcess--;
     };
+    /**
+     * ids of released durable msgs, acked together once per turn of the loop:
+     * msgs released one or two at a time as msgs come in (releaseDue) would
+     * otherwise cost a store call each
+     */
+    let toAck: string[] = [];
+    let ackScheduled = false;
+    function flushAcks(): void {
+      ackScheduled = false;
+      if (!service || toAck.length === 0) return;
+      const ack = service.deferrals.acked(node.id, toAck);
+      toAck = [];
+      acking.add(ack);
+      void ack.finally(() => acking.delete(ack));
+    }
     /** releases its own held msgs at their instants; the queue's poller releases those no instance holds (a gate closed, a process died) */
     const pacer = new Pacer<PacedMsg>((due) => {
       leaving(due);
@@ -247,11 +262,10 @@ export default function register(RED: NodeAPI): void {
           node.warn(`could not release held msg ${paced.held.id}: ${(err as Error).message}`);
         }
       }
-      const durable = due.filter((p) => p.durable);
-      if (service && durable.length > 0) {
-        const ack = service.deferrals.acked(node.id, durable.map((p) => p.held.id));
-        acking.add(ack);
-        void ack.finally(() => acking.delete(ack));
+      for (const paced of due) if (paced.durable) toAck.push(paced.held.id);
+      if (toAck.length > 0 && !ackScheduled) {
+        ackScheduled = true;
+        setImmediate(flushAcks);
       }
     });
     const handBack = async (paced: readonly PacedMsg[]): Promise<void> => {
@@ -274,7 +288,11 @@ export default function register(RED: NodeAPI): void {
         leaving(left);
         return handBack(left);
       });
-      stops.push(() => Promise.allSettled([...acking]).then(() => undefined));
+      stops.push(() => {
+        // the pacer stopped first (the cleanup before): no release comes after this flush
+        flushAcks();
+        return Promise.allSettled([...acking]).then(() => undefined);
+      });
       stops.push(service.deferrals.onSize(node.id, (held) => {
         status.holding(held);
         metrics?.counts.holding(held);
