@@ -348,6 +348,8 @@ export default function register(RED: NodeAPI): void {
       }
     }
 
+    /** set as the node starts to close: held msgs then stay with the pacer, which hands them back */
+    let closing = false;
     /** arrival order of the msgs this gate takes in (sends, control msgs, re-paced msgs) */
     let arrivals = 0;
     /** sends still reserving or holding, by arrival: a control msg waits for those that came in before it */
@@ -361,12 +363,13 @@ export default function register(RED: NodeAPI): void {
         await control(msg, svc, settings, Object.hasOwn(msg, "reset"), seq);
         return;
       }
-      // held msgs due by now leave in turn with the incoming ones, not after the whole run of them
-      pacer.releaseDue();
+      // held msgs due by now leave in turn with the incoming ones, not after the whole run of them;
+      // not once the gate closes (a closing node's sends are dropped): the pacer hands those back
+      if (!closing) pacer.releaseDue();
       try {
         await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
       } finally {
-        pacer.releaseDue();
+        if (!closing) pacer.releaseDue();
       }
     }
 
@@ -503,6 +506,10 @@ export default function register(RED: NodeAPI): void {
       else if (!paced.durable) inProcess++;
     }
 
+    // registered before serveGate's close, which runs the intake's last msgs through handle
+    node.on("close", () => {
+      closing = true;
+    });
     serveGate(node, status, handle, stops, metrics, service?.access.queue, service);
   }
 
