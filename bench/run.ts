@@ -4,7 +4,7 @@ import { measureAdPath } from "./adPath/measureAdPath";
 import { measureBursts } from "./burst/measureBursts";
 import { measureCore } from "./core/measureCore";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
-import { describeMachine } from "./machine";
+import { cpuTicks, describeMachine, stolenShare } from "./machine";
 import { measureAll } from "./measureAll";
 import { nodeRedVersion } from "./nodeRed/embeddedRed";
 import { startNodeRed, type NodeRedHost } from "./nodeRed/host";
@@ -53,6 +53,7 @@ async function main(): Promise<void> {
   try {
     // Redis (and PostgreSQL, when a -pg row is asked for) first: fail before starting Node-RED
     const machine = await describeMachine(redis, nodeRedVersion());
+    const ticksAtStart = cpuTicks();
     const sha = await loadClaimScript(redis);
     if (list.some((s) => s.rulesSource === "postgres")) {
       pg = await BenchPg.connect(settings.databaseUrl, (err) => progress(`postgres: ${err.message}`));
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
     const throughputRows = throughput ? await measureThroughput({ red: host.red, redisUrl: settings.redisUrl, prefix, progress }) : undefined;
     const totalsRows = totals ? await measureTotals(settings.totalSends, progress) : undefined;
 
-    console.log(machineLine(machine, postgres));
+    console.log(machineLine(machine, postgres, stolenShare(ticksAtStart, cpuTicks())));
     if (rows.length > 0) {
       console.log(loadLine(settings));
       console.log("");

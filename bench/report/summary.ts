@@ -5,9 +5,11 @@ import type { BenchSettings } from "../settings";
 
 const n = new Intl.NumberFormat("en-US");
 
-export function machineLine(machine: Machine, postgres?: string): string {
+/** `stolen`: the share of CPU time the hypervisor took during the run (0..1), when the machine says */
+export function machineLine(machine: Machine, postgres?: string, stolen?: number): string {
   return `machine: ${machine.cpuCount} × ${machine.cpuModel} · Node ${machine.node} · Node-RED ${machine.nodeRed} · Redis ${machine.redis}`
-    + (postgres ? ` · PostgreSQL ${postgres}` : "");
+    + (postgres ? ` · PostgreSQL ${postgres}` : "")
+    + (stolen !== undefined ? ` · CPU stolen by the hypervisor during the run: ${(stolen * 100).toFixed(1)} %` : "");
 }
 
 export function loadLine(settings: BenchSettings): string {
