@@ -83,6 +83,29 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
       assert.deepEqual(got, ["now"]);
     });
 
+    it("tries a msg.reset's ack again after a fault: the msgs it took do not come back when their lease ends", async () => {
+      const warnings: string[] = [];
+      const deferrals = start(warnings);
+      const due = Date.now() + 60_000;
+      for (const id of ["a", "b", "c"]) await deferrals.hold(held("g", id, { dueAt: due }), { tag: "t" });
+      const queue = deferrals.queueOf("g");
+      const ack = queue.ack.bind(queue);
+      let faults = 0;
+      queue.ack = async (ids) => {
+        if (faults++ === 0) throw new Error("connection reset");
+        return ack(ids);
+      };
+      const handedOut: string[] = [];
+      assert.equal(await deferrals.takeTagged("g", "t", (m) => { handedOut.push(m.id); }), 3);
+      assert.deepEqual(handedOut.sort(), ["a", "b", "c"]);
+      assert.ok(faults >= 2, "the ack was tried again");
+      // past the 2 s lease: a lost ack would put all three back in the queue, to be handed out a second time
+      await sleep(2300);
+      assert.equal(await queue.size(), 0);
+      assert.equal(await deferrals.takeTagged("g", "t", (m) => { handedOut.push(m.id); }), 0);
+      assert.deepEqual(warnings, []);
+    });
+
     it("keeps what a gate held while it was closed, and releases it once the gate is back", async () => {
       const deferrals = start();
       const first: string[] = [];

@@ -222,8 +222,11 @@ export class Deferrals {
   async takeTagged(gate: string, tag: string, each: (held: DeferredMsg) => void | Promise<void>): Promise<number> {
     const queue = this.queueOf(gate);
     let taken = 0;
+    const { leaseMs } = this.polling;
+    const margin = Math.min(1000, leaseMs / 10);
     for (;;) {
-      const msgs = await queue.takeTagged(tag, this.polling.batch, this.polling.leaseMs);
+      const takenAt = Date.now();
+      const msgs = await queue.takeTagged(tag, this.polling.batch, leaseMs);
       // acked once every one is handed out (an async handler awaited): a crash before the ack repeats, never loses
       await Promise.all(msgs.map(async (held) => {
         try {
@@ -232,7 +235,11 @@ export class Deferrals {
           this.options.warn(`gate ${gate} could not hand out held msg ${held.id}: ${(err as Error).message}`);
         }
       }));
-      if (msgs.length > 0) await queue.ack(msgs.map((m) => m.id));
+      if (msgs.length > 0) {
+        // tried again until near the lease's end: one lost ack would hand every msg out a second time when it ends
+        const failed = await ackReleased(queue, msgs.map((m) => m.id), () => (this.closing ? 0 : takenAt + leaseMs - margin));
+        if (failed) this.warnOnce(`defer queue of gate ${gate}: ${failed.message}`);
+      }
       taken += msgs.length;
       if (msgs.length < this.polling.batch) break;
     }
