@@ -176,7 +176,7 @@ export default function register(RED: NodeAPI): void {
       return claim(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics, config?.service?.access.queue, config?.service);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], { metrics, backlog: config?.service?.access.queue, drains: config?.service });
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

@@ -47,13 +47,39 @@ export function countingSend(send: SendFn, counts: GateCounts | undefined): Send
 /** Puts a msg in its recipient's line, once the gate has read whose it is. */
 export type LineUp = (recipient: { org: string; recipient: string }) => void;
 
+
+/** The parts of a gate serveGate works with beside its handler; all optional (a gate with no cap-config has none). */
+export interface GateServing {
+  metrics?: { counts: GateCounts; forget: () => void };
+  /** the cap-config's send queue: a burst waiting in the intake counts towards maxQueued */
+  backlog?: Backlog;
+  drains?: Pick<CapService, "drainBeforeClose">;
+  /**
+   * Where a msg goes that this gate sends once it has begun to close: Node-RED
+   * has then stopped the nodes wired after it (a full deploy) and drops what
+   * they are sent, so a gate that can keeps it (its durable queue) for its
+   * next deployment. Without it such a msg is sent all the same.
+   */
+  parkOnClose?: (out: NodeMessage | (NodeMessage | null)[]) => Promise<void>;
+}
+
+/** What serveGate gives back to its gate. */
+export interface ServedGate {
+  /** set from the first moment of close, before the intake's last msgs run through the handler */
+  isClosing(): boolean;
+  /** sends what the gate releases on its own: counted by output, and parked instead once the gate closes */
+  emit: SendFn;
+  /** keeps close waiting for work that may still send (a release that first gives back claims) */
+  track(work: Promise<unknown>): void;
+}
+
 /**
  * A gate's input and close, the Node-RED way: the handler is declared as
  * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
  * which hands the msg to a Catch node; on close every subscription ends, and
  * the runtime waits for a release in progress to finish.
  * Msgs of one recipient leave in the order they came (lineUp), whatever
- * order the store answers them in. With `counts`, every msg is counted by the
+ * order the store answers them in. With `metrics`, every msg is counted by the
  * output it leaves and every msg sent to Catch by why (the metrics and the
  * editor's sidebar); a gate removed from the flows takes its counts with it.
  * A burst waits in the gate's intake (at most MAX_ACTIVE msgs are begun at
@@ -61,13 +87,31 @@ export type LineUp = (recipient: { org: string; recipient: string }) => void;
  */
 export function serveGate(
   node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[],
-  metrics?: { counts: GateCounts; forget: () => void }, backlog?: Backlog, drains?: Pick<CapService, "drainBeforeClose">,
-): void {
+  serving: GateServing = {},
+): ServedGate {
+  const { metrics, backlog, drains, parkOnClose } = serving;
+  let closing = false;
+  /** work that may still send or park: close waits for it before the store closes */
+  const pending = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>): void => {
+    const settled = work.then(() => undefined, () => undefined);
+    pending.add(settled);
+    void settled.then(() => pending.delete(settled));
+  };
+  const park = (out: NodeMessage | (NodeMessage | null)[]): void => {
+    track((parkOnClose as NonNullable<typeof parkOnClose>)(out).catch((err: Error) => {
+      node.error(`closed and could not keep a msg for the next deployment (${err.message}): sent to the stopping flow instead`);
+      node.send(out);
+    }));
+  };
+  const countedOwn = countingSend((out) => node.send(out), metrics?.counts);
+  const emit: SendFn = (out) => (closing && parkOnClose ? park(out) : countedOwn(out));
   const order = new OutputOrder();
   const intake = new Intake<NodeMessageInFlow, SendFn, Done>((msg, send, done) => {
     const place = order.place();
     const counted = countingSend(send, metrics?.counts);
-    const ordered: SendFn = (out) => place.emit(() => counted(out));
+    // the check is made as the msg really leaves: one waiting for its recipient's earlier msgs may leave after close began
+    const ordered: SendFn = (out) => place.emit(() => (closing && parkOnClose ? park(out) : counted(out)));
     const lineUp: LineUp = (r) => place.join(`${r.org}\u0000${r.recipient}`);
     const finish = (err?: Error): void => {
       if (err) {
@@ -88,20 +132,25 @@ export function serveGate(
   }, backlog);
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => intake.enter(msg, send, done));
   node.on("close", (removed: boolean, done: () => void) => {
+    closing = true;
     intake.flush();
     if (removed) metrics?.forget();
     // Releasing stops at once: Node-RED stops the nodes wired after this one now, and a msg sent to them is dropped.
     // Held and paced msgs stay in (or go back to) the durable queue for the next deployment's poller.
     const cleaned = Promise.allSettled(cleanups.map((cleanup) => cleanup?.()));
     // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done;
-    // so do the cleanups, which may still write to the store (a throughput-gate hands its paced msgs back to the queue)
-    const closed = Promise.all([withTimeout(intake.idle(), DRAIN_MS, undefined), cleaned]).then(() => undefined);
+    // so do the cleanups, which may still write to the store (a throughput-gate hands its paced msgs back to the queue),
+    // and then the msgs parked meanwhile
+    const closed = Promise.all([withTimeout(intake.idle(), DRAIN_MS, undefined), cleaned]).then(async () => {
+      while (pending.size > 0) await Promise.all([...pending]);
+    });
     drains?.drainBeforeClose(closed);
     closed.then(() => {
       status.stop();
       done();
     }, done);
   });
+  return { isClosing: () => closing, emit, track };
 }
 
 /** A gate's counts in its cap-config's metrics, and how to drop them when the gate is removed. */

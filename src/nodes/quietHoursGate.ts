@@ -109,7 +109,7 @@ export default function register(RED: NodeAPI): void {
       send([null, msg, null]);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], metrics, config?.service?.access.queue, config?.service);
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], { metrics, backlog: config?.service?.access.queue, drains: config?.service });
   }
 
   RED.nodes.registerType(GATE, QuietHoursGate);

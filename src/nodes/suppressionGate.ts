@@ -86,7 +86,7 @@ export default function register(RED: NodeAPI): void {
       return admit(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe], metrics, config?.service?.access.queue, config?.service);
+    serveGate(node, status, handle, [unsubscribe], { metrics, backlog: config?.service?.access.queue, drains: config?.service });
   }
 
   RED.nodes.registerType(GATE, SuppressionGate);

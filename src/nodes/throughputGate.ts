@@ -15,10 +15,11 @@ import { preciseNow, StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
-import { countingSend, gateMetrics, gateSettings, secondsSetting, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateMetrics, gateSettings, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
+import { parkedEntries, parkedOutput, parkedSend } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -181,22 +182,25 @@ export default function register(RED: NodeAPI): void {
     }
 
     const service = config?.service;
-    const emit = countingSend((out) => node.send(out), metrics?.counts);
+    // what the gate releases on its own (held msgs): counted, and kept for the next deployment once the gate closes
+    const emit: SendFn = (out) => served.emit(out);
     const refusalCtx = (svc: CapService): RefusalContext => ({ RED, node, gate: GATE, service: svc, status, httpResponse });
 
     /** A held msg at its reserved instant (or flushed): out of allowed; past its expiresAt: out of skipped, defer_expired. */
-    function release(held: DeferredMsg, flushed: boolean): void {
+    function release(held: DeferredMsg, flushed: boolean): void | Promise<void> {
       const s = settings as ThroughputSettings;
       const msg = held.msg as AdmittedMsg;
       const now = new Date();
       const label = held.meta?.ceiling ?? "";
       if (held.expiresAt !== undefined && now.getTime() > held.expiresAt && service) {
         msg.admission = expiredAdmission(msg.admission, held.expiresAt, "throughput_exceeded", { gate: GATE, now }, releaseIdOf(held));
-        void giveBack(msg, holderOf(held, service)).then(() => {
+        const expired = giveBack(msg, holderOf(held, service)).then(() => {
           status.skipped();
           emit([null, msg, null]);
         });
-        return;
+        // a closing gate waits for it: it still sends (or parks) the msg
+        served.track(expired);
+        return expired;
       }
       msg.admission = { ...conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt), release_id: releaseIdOf(held) };
       meter.add();
@@ -348,8 +352,6 @@ export default function register(RED: NodeAPI): void {
       }
     }
 
-    /** set as the node starts to close: held msgs then stay with the pacer, which hands them back */
-    let closing = false;
     /** arrival order of the msgs this gate takes in (sends, control msgs, re-paced msgs) */
     let arrivals = 0;
     /** sends still reserving or holding, by arrival: a control msg waits for those that came in before it */
@@ -365,11 +367,11 @@ export default function register(RED: NodeAPI): void {
       }
       // held msgs due by now leave in turn with the incoming ones, not after the whole run of them;
       // not once the gate closes (a closing node's sends are dropped): the pacer hands those back
-      if (!closing) pacer.releaseDue();
+      if (!served.isClosing()) pacer.releaseDue();
       try {
         await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
       } finally {
-        if (!closing) pacer.releaseDue();
+        if (!served.isClosing()) pacer.releaseDue();
       }
     }
 
@@ -389,6 +391,13 @@ export default function register(RED: NodeAPI): void {
      * msg arriving now would, keeping its release_id.
      */
     function fromQueue(held: DeferredMsg): void | Promise<void | "kept"> {
+      const leavesBy = parkedOutput(held);
+      if (leavesBy) {
+        // judged by this gate as it closed last time, and kept: it leaves as it was judged
+        if (leavesBy === "allowed") meter.add();
+        emit(parkedSend(leavesBy, held.msg));
+        return;
+      }
       const now = Date.now();
       const expired = held.expiresAt !== undefined && now > held.expiresAt;
       if (expired || now - held.dueAt <= REPACE_AFTER_MS || !service || !settings) {
@@ -442,7 +451,8 @@ export default function register(RED: NodeAPI): void {
         send([null, msg, null]);
         return;
       }
-      if (outcome.waitUs === 0) {
+      // a closing gate sends nothing (Node-RED would drop it): a msg due now is handed back with its instant, as a held one is
+      if (outcome.waitUs === 0 && !served.isClosing()) {
         msg.admission = asHeld(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }));
         meter.add();
         status.allowed();
@@ -502,15 +512,19 @@ export default function register(RED: NodeAPI): void {
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
-      if (!pacer.add(dueLocal, paced)) await handBack([paced]);
+      if (served.isClosing() || !pacer.add(dueLocal, paced)) await handBack([paced]);
       else if (!paced.durable) inProcess++;
     }
 
-    // registered before serveGate's close, which runs the intake's last msgs through handle
-    node.on("close", () => {
-      closing = true;
-    });
-    serveGate(node, status, handle, stops, metrics, service?.access.queue, service);
+    /** a msg judged as the gate closed: kept in its durable queue, to leave by the same output when the gate runs again */
+    async function parkOnClose(out: NodeMessage | (NodeMessage | null)[]): Promise<void> {
+      if (!service) throw new Error("no cap-config to keep it in");
+      const entries = parkedEntries(node.id, out, Date.now(), ORPHAN_KEEP_MS);
+      const failed = await service.deferrals.handBack(node.id, entries.map((entry) => ({ entry })));
+      if (failed) throw failed.error;
+    }
+
+    const served: ServedGate = serveGate(node, status, handle, stops, { metrics, backlog: service?.access.queue, drains: service, parkOnClose });
   }
 
   RED.nodes.registerType(GATE, ThroughputGate);

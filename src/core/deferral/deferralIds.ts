@@ -58,3 +58,11 @@ export function releaseId(held: Pick<DeferredMsg, "id" | "deferrals" | "dueAt">,
 export function collapseKeyOf(gate: string, org: string, recipientToken: string, topic: string): string {
   return sha256(["collapse", gate, org, recipientToken, topic]);
 }
+
+let parkedSeq = 0;
+
+/** The id a closing gate keeps a msg under that it could not send (parked for its next deployment): unique, like a paced id. */
+export function parkedMsgId(): string {
+  parkedSeq = (parkedSeq + 1) % Number.MAX_SAFE_INTEGER;
+  return `k.${PROCESS_NONCE}.${parkedSeq.toString(36)}`;
+}
