@@ -11,7 +11,7 @@ import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
 import { Pacer } from "../core/throughput/pacer";
 import { RateMeter } from "../core/throughput/rateMeter";
-import { preciseNow, StoreClock } from "../core/throughput/storeClock";
+import { preciseNow, preciseToWall, StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
@@ -464,7 +464,7 @@ export default function register(RED: NodeAPI): void {
       const reservedUs = outcome.nowUs + outcome.waitUs;
       // a msg that will not use its instant gives it back, unless something was reserved after it
       const giveBackInstant = (): Promise<unknown> => svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
-      if (sendData.expiresAt !== undefined && storeClock.toLocal(dueAt) > sendData.expiresAt) {
+      if (sendData.expiresAt !== undefined && preciseToWall(storeClock.toLocal(dueAt)) > sendData.expiresAt) {
         // the wait was bounded from when the msg came in, the instant is the store's: a reservation that reached it late
         // can lie past the msg's expiresAt, where it would never leave. Given back, and skipped now as a wait too long
         await giveBackInstant();

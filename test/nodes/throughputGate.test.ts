@@ -689,9 +689,36 @@ describe("throughput-gate", function () {
       send({ messageId: "m3", expiresAt: new Date(t0 + 300).toISOString() });
       await out.until(3, 3000);
       const m3 = out.of("skipped").find((m) => m.messageId === "m3");
+      assert.equal(reasonOf(m3), "throughput_exceeded", JSON.stringify(out.sequence.map((x) => [x.id, x.msg.messageId, x.msg.admission])));
+      assert.equal(out.of("caught").length, 0);
+    } finally {
+      await helper.unload();
+      await link.close();
+    }
+  });
+
+  it("judges a reserved instant against expiresAt on the clock the release checks it by, though the system clock was stepped since the process started", async () => {
+    const link = await SlowLink.open();
+    const perfNow = performance.now.bind(performance);
+    try {
+      const { out, send } = await deploy({ store: "redis", config: { redisUrl: link.url }, gate: { rate: 5, burst: 1 } });
+      // the system clock (Date, a msg's expiresAt, Redis's TIME) stepped 150 ms ahead of the monotonic clock the gate
+      // times its releases by, which never steps: as the monotonic clock lagging 150 ms behind it
+      performance.now = () => perfNow() - 150;
+      const t0 = Date.now();
+      send({ messageId: "m1" });
+      send({ messageId: "m2" });
+      await sleep(20);
+      // m3's instant is 400 ms on, past its expiresAt (300 ms on); its reservation reaches Redis 250 ms late, when the
+      // wait (130 ms) fits the time left. Judged on the monotonic clock it would look 150 ms earlier, in time
+      link.stallRequests(250);
+      send({ messageId: "m3", expiresAt: new Date(t0 + 300).toISOString() });
+      await out.until(3, 3000);
+      const m3 = out.of("skipped").find((m) => m.messageId === "m3");
       assert.equal(reasonOf(m3), "throughput_exceeded", `m3 ${m3 ? `skipped (${String(reasonOf(m3))})` : "allowed"}`);
       assert.equal(out.of("caught").length, 0);
     } finally {
+      performance.now = perfNow;
       await helper.unload();
       await link.close();
     }

@@ -48,3 +48,14 @@ export class StoreClock {
     return storeMs - this.offsetMs;
   }
 }
+
+/**
+ * A preciseNow() instant read on Date.now()'s clock, which a msg's expiresAt
+ * and the release's expiry check use. The two part when the system clock is
+ * stepped after this process started (performance.now() never steps): a msg
+ * judged to leave before its expiresAt on one clock was found expired on the
+ * other at its release.
+ */
+export function preciseToWall(ms: number): number {
+  return ms + (Date.now() - preciseNow());
+}
