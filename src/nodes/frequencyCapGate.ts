@@ -10,6 +10,7 @@ import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
+import { parkInQueue } from "./parking";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
@@ -176,7 +177,11 @@ export default function register(RED: NodeAPI): void {
       return claim(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], { metrics, backlog: config?.service?.access.queue, drains: config?.service });
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
+      metrics, backlog: config?.service?.access.queue, drains: config?.service,
+      // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
+      ...(config?.service && !problem ? { parkOnClose: parkInQueue(config.service.deferrals, node.id) } : {}),
+    });
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

@@ -7,7 +7,9 @@ import { OutputOrder } from "../core/outputOrder";
 import { Intake, type Backlog } from "../core/sendQueue/intake";
 import { withTimeout } from "../core/withTimeout";
 import type { GateStatus } from "./gateStatus";
+import type { ReleaseHandler } from "../core/deferral/deferrals";
 import { releaseHandler } from "./holding";
+import { parkedOutput, parkedSend } from "./parking";
 import type { AdmittedMsg } from "./refusal";
 
 export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
@@ -164,12 +166,22 @@ export function releaseHeldMsgs(service: CapService, node: Node, gate: string, s
   const counts = service.metrics.gate(node.id, gate);
   const send = countingSend((out) => node.send(out), counts);
   return [
-    service.deferrals.register(node.id, releaseHandler(gate, status, (output, msg) => send(output === "deferred" ? [null, null, msg] : [null, msg, null]))),
+    service.deferrals.register(node.id, releasingParked(send, releaseHandler(gate, status, (output, msg) => send(output === "deferred" ? [null, null, msg] : [null, msg, null])))),
     service.deferrals.onSize(node.id, (held) => {
       status.holding(held);
       counts.holding(held);
     }),
   ];
+}
+
+/** A release handler that first lets out the msgs the gate parked as it closed last time: as they were judged, by the same output. */
+function releasingParked(send: SendFn, handler: ReleaseHandler): ReleaseHandler {
+  return (held) => {
+    const leavesBy = parkedOutput(held);
+    if (!leavesBy) return handler(held);
+    send(parkedSend(leavesBy, held.msg));
+    return undefined;
+  };
 }
 
 /** A seconds property of a gate (deferMax, jitter): absent or blank takes the default, anything else must be a number >= 0. */

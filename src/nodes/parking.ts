@@ -1,5 +1,6 @@
 import type { NodeMessage } from "node-red";
 import type { DeferInput, DeferredMsg } from "../core/defer";
+import type { Deferrals } from "../core/deferral/deferrals";
 import { parkedMsgId, releaseId } from "../core/deferral/deferralIds";
 import { GATE_OUTPUTS, type GateOutput } from "../core/metrics/labels";
 import { storedMsg } from "./holding";
@@ -41,4 +42,20 @@ export function parkedOutput(held: DeferredMsg): GateOutput | undefined {
 /** A parked msg as its gate sends it: on the output it was judged for. */
 export function parkedSend(output: GateOutput, msg: NodeMessage): (NodeMessage | null)[] {
   return GATE_OUTPUTS.map((o) => (o === output ? msg : null));
+}
+
+/**
+ * How long a parked msg waits for its gate to run again (a tab disabled, a
+ * flow removed) before the queue drops it, reporting it: as long as a held
+ * msg's default deferMax.
+ */
+export const PARKED_KEEP_MS = 6 * 3600_000;
+
+/** A gate's parkOnClose (serveGate): the msgs of one output call into its durable queue, or an Error saying why not. */
+export function parkInQueue(deferrals: Pick<Deferrals, "handBack">, gate: string): (out: NodeMessage | (NodeMessage | null)[]) => Promise<void> {
+  return async (out) => {
+    const entries = parkedEntries(gate, out, Date.now(), PARKED_KEEP_MS);
+    const failed = await deferrals.handBack(gate, entries.map((entry) => ({ entry })));
+    if (failed) throw failed.error;
+  };
 }

@@ -7,6 +7,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
+import { parkInQueue } from "./parking";
 import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
@@ -109,7 +110,11 @@ export default function register(RED: NodeAPI): void {
       send([null, msg, null]);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], { metrics, backlog: config?.service?.access.queue, drains: config?.service });
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
+      metrics, backlog: config?.service?.access.queue, drains: config?.service,
+      // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
+      ...(config?.service && !problem ? { parkOnClose: parkInQueue(config.service.deferrals, node.id) } : {}),
+    });
   }
 
   RED.nodes.registerType(GATE, QuietHoursGate);

@@ -19,7 +19,7 @@ import { gateMetrics, gateSettings, secondsSetting, serveGate, type LineUp, type
 import { GateStatus } from "./gateStatus";
 import { storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
-import { parkedEntries, parkedOutput, parkedSend } from "./parking";
+import { parkedOutput, parkedSend, parkInQueue } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -516,15 +516,11 @@ export default function register(RED: NodeAPI): void {
       else if (!paced.durable) inProcess++;
     }
 
-    /** a msg judged as the gate closed: kept in its durable queue, to leave by the same output when the gate runs again */
-    async function parkOnClose(out: NodeMessage | (NodeMessage | null)[]): Promise<void> {
-      if (!service) throw new Error("no cap-config to keep it in");
-      const entries = parkedEntries(node.id, out, Date.now(), ORPHAN_KEEP_MS);
-      const failed = await service.deferrals.handBack(node.id, entries.map((entry) => ({ entry })));
-      if (failed) throw failed.error;
-    }
-
-    const served: ServedGate = serveGate(node, status, handle, stops, { metrics, backlog: service?.access.queue, drains: service, parkOnClose });
+    const served: ServedGate = serveGate(node, status, handle, stops, {
+      metrics, backlog: service?.access.queue, drains: service,
+      // what it judges as it closes is kept in its durable queue, to leave by the same output when the gate runs again
+      ...(service && !problem ? { parkOnClose: parkInQueue(service.deferrals, node.id) } : {}),
+    });
   }
 
   RED.nodes.registerType(GATE, ThroughputGate);

@@ -6,7 +6,7 @@ import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
 
 /**
- * A throughput-gate on a full deploy (the test helper's unload stops every
+ * A gate on a full deploy (the test helper's unload stops every
  * node of the flow, as a full deploy does): Node-RED drops what is sent to a
  * stopped node, so whatever the gate judges once it has begun to close must
  * be kept for its next deployment, and leave there exactly once.
@@ -14,11 +14,11 @@ import type { CapService } from "../../src/core/capService";
 const nodes = [...gateNodes, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];
 
-async function deploy(keyPrefix: string, gate: Record<string, unknown>): Promise<{ out: Collector; send: (msg: Record<string, unknown>) => void; service: CapService }> {
+async function deploy(keyPrefix: string, gate: Record<string, unknown>, type = "throughput-gate", rules: object[] = []): Promise<{ out: Collector; send: (msg: Record<string, unknown>) => void; service: CapService }> {
   await helper.load(nodes, [
     TAB,
-    { id: "cfg0", type: "cap-config", store: "redis", redisUrl: REDIS_URL, keyPrefix, rules: [], timeoutMs: 1000 },
-    flowNode({ id: "tp0", type: "throughput-gate", config: "cfg0", ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
+    { id: "cfg0", type: "cap-config", store: "redis", redisUrl: REDIS_URL, keyPrefix, rules, timeoutMs: 1000 },
+    flowNode({ id: "tp0", type, config: "cfg0", ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
     ...OUTPUTS.map((id) => flowNode({ id, type: "helper" })),
     flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }),
   ]);
@@ -50,7 +50,7 @@ async function assertNothingHeld(service: CapService): Promise<void> {
   assert.equal(await queue.size(), 0, "msgs left in the queue");
 }
 
-describe("throughput-gate on a full deploy: what it judges as it closes is kept and leaves once", function () {
+describe("a gate on a full deploy: what it judges as it closes is kept and leaves once", function () {
   this.timeout(60_000);
   const prefixes: string[] = [];
   const prefix = (name: string): string => {
@@ -93,6 +93,25 @@ describe("throughput-gate on a full deploy: what it judges as it closes is kept 
       await assertNothingHeld(second.service);
     });
   }
+
+  it("a frequency-cap-gate with a burst of 2,000 in the intake as it closes (1,000 recipients, each twice, cap 1): each leaves once, 1,000 allowed", async () => {
+    const keyPrefix = prefix("fc-close-burst");
+    const rules = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
+    const first = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
+    for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i % 1000}` });
+    await helper.unload();
+    const second = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
+    const started = Date.now();
+    while (tally(first.out, second.out).ids.length < 2000 && Date.now() - started < 15_000) await sleep(20);
+    await sleep(300);
+    const { ids, allowed, skipped, caught } = tally(first.out, second.out);
+    assert.equal(caught, 0);
+    assertEachOnce(ids, 2000);
+    assert.equal(allowed.length, 1000);
+    assert.ok(allowed.every((m) => reasonOf(m) === undefined), "allowed under the cap, none failed open");
+    assert.ok(skipped.every((m) => reasonOf(m) === "frequency_capped"), `skipped: ${[...new Set(skipped.map(reasonOf))].join(",")}`);
+    await assertNothingHeld(second.service);
+  });
 
   for (const control of ["reset", "flush"] as const) {
     it(`a msg.${control} still at work as the gate closes: each held msg leaves once (redis, durable holds)`, async () => {
