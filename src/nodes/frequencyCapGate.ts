@@ -10,9 +10,8 @@ import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
-import { parkInQueue } from "./parking";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { collapseKeyOf } from "../core/deferral/deferralIds";
 import { refundClaims } from "./refunds";
@@ -68,7 +67,7 @@ export default function register(RED: NodeAPI): void {
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     // in every mode: a gate redeployed from claim to record, check or release still lets out the msgs it held (by deferred)
     const stopReleasing = config?.service && !problem
-      ? releaseHeldMsgs(config.service, node, GATE, status)
+      ? releaseHeldMsgs(RED, config.service, node, GATE, status)
       : [];
 
     /** The msg's send, at once when its fields are msg paths (no extra turn of the event loop). */
@@ -180,7 +179,7 @@ export default function register(RED: NodeAPI): void {
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
       metrics, backlog: config?.service?.access.queue, drains: config?.service,
       // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
-      ...(config?.service && !problem ? { parkOnClose: parkInQueue(config.service.deferrals, node.id) } : {}),
+      ...parkingFor(RED, node, config?.service, problem),
     });
   }
 

@@ -1,4 +1,4 @@
-import type { Node, NodeMessage, NodeMessageInFlow } from "node-red";
+import type { Node, NodeAPI, NodeMessage, NodeMessageInFlow } from "node-red";
 import type { Admission } from "../core/admission";
 import { DRAIN_MS, type CapService } from "../core/capService";
 import type { GateCounts } from "../core/metrics/gateCounts";
@@ -7,9 +7,8 @@ import { OutputOrder } from "../core/outputOrder";
 import { Intake, type Backlog } from "../core/sendQueue/intake";
 import { withTimeout } from "../core/withTimeout";
 import type { GateStatus } from "./gateStatus";
-import type { ReleaseHandler } from "../core/deferral/deferrals";
 import { releaseHandler } from "./holding";
-import { parkedOutput, parkedSend } from "./parking";
+import { ClosingOutputs, parkedOutput, parkInQueue, releaseParked, type Park, type Whose } from "./parking";
 import type { AdmittedMsg } from "./refusal";
 
 export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
@@ -46,9 +45,8 @@ export function countingSend(send: SendFn, counts: GateCounts | undefined): Send
   };
 }
 
-/** Puts a msg in its recipient's line, once the gate has read whose it is. */
-export type LineUp = (recipient: { org: string; recipient: string }) => void;
-
+/** Puts a msg in its recipient's line, once the gate has read whose it is (and when it expires, should it be parked). */
+export type LineUp = (whose: Whose) => void;
 
 /** The parts of a gate serveGate works with beside its handler; all optional (a gate with no cap-config has none). */
 export interface GateServing {
@@ -56,21 +54,20 @@ export interface GateServing {
   /** the cap-config's send queue: a burst waiting in the intake counts towards maxQueued */
   backlog?: Backlog;
   drains?: Pick<CapService, "drainBeforeClose">;
-  /**
-   * Where a msg goes that this gate sends once it has begun to close: Node-RED
-   * has then stopped the nodes wired after it (a full deploy) and drops what
-   * they are sent, so a gate that can keeps it (its durable queue) for its
-   * next deployment. Without it such a msg is sent all the same.
-   */
-  parkOnClose?: (out: NodeMessage | (NodeMessage | null)[]) => Promise<void>;
+  /** where the gate keeps what it judges as it closes, for its next deployment (ClosingOutputs); without it, sent all the same */
+  park?: Park;
+  /** whether a node is running (RED.nodes.getNode): what is sent to a stopped one is dropped */
+  running?: (id: string) => boolean;
 }
 
 /** What serveGate gives back to its gate. */
 export interface ServedGate {
   /** set from the first moment of close, before the intake's last msgs run through the handler */
   isClosing(): boolean;
-  /** sends what the gate releases on its own: counted by output, and parked instead once the gate closes */
-  emit: SendFn;
+  /** a msg sent by output `index` now would be parked (the gate closes, and a node after it has stopped) */
+  wouldPark(index: number): boolean;
+  /** sends what the gate releases on its own: counted by output, or parked as it closes (the promise of the park) */
+  emit(out: NodeMessage | (NodeMessage | null)[], whose?: Whose): void | Promise<void>;
   /** keeps close waiting for work that may still send (a release that first gives back claims) */
   track(work: Promise<unknown>): void;
 }
@@ -86,35 +83,27 @@ export interface ServedGate {
  * editor's sidebar); a gate removed from the flows takes its counts with it.
  * A burst waits in the gate's intake (at most MAX_ACTIVE msgs are begun at
  * once), counted in the cap-config's send queue (`backlog`) towards maxQueued.
+ * What the gate judges once its close has begun goes through ClosingOutputs:
+ * parked when the nodes after it have stopped.
  */
 export function serveGate(
   node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[],
   serving: GateServing = {},
 ): ServedGate {
-  const { metrics, backlog, drains, parkOnClose } = serving;
-  let closing = false;
-  /** work that may still send or park: close waits for it before the store closes */
-  const pending = new Set<Promise<unknown>>();
-  const track = (work: Promise<unknown>): void => {
-    const settled = work.then(() => undefined, () => undefined);
-    pending.add(settled);
-    void settled.then(() => pending.delete(settled));
-  };
-  const park = (out: NodeMessage | (NodeMessage | null)[]): void => {
-    track((parkOnClose as NonNullable<typeof parkOnClose>)(out).catch((err: Error) => {
-      node.error(`closed and could not keep a msg for the next deployment (${err.message}): sent to the stopping flow instead`);
-      node.send(out);
-    }));
-  };
+  const { metrics, backlog, drains } = serving;
+  const closing = new ClosingOutputs(node, serving.park, serving.running ?? (() => true));
   const countedOwn = countingSend((out) => node.send(out), metrics?.counts);
-  const emit: SendFn = (out) => (closing && parkOnClose ? park(out) : countedOwn(out));
   const order = new OutputOrder();
   const intake = new Intake<NodeMessageInFlow, SendFn, Done>((msg, send, done) => {
     const place = order.place();
     const counted = countingSend(send, metrics?.counts);
-    // the check is made as the msg really leaves: one waiting for its recipient's earlier msgs may leave after close began
-    const ordered: SendFn = (out) => place.emit(() => (closing && parkOnClose ? park(out) : counted(out)));
-    const lineUp: LineUp = (r) => place.join(`${r.org}\u0000${r.recipient}`);
+    let whose: Whose | undefined;
+    // judged as the msg really leaves: one waiting for its recipient's earlier msgs may leave after close began
+    const ordered: SendFn = (out) => place.emit(() => void closing.send(out, counted, whose));
+    const lineUp: LineUp = (w) => {
+      whose = w;
+      place.join(`${w.org}\u0000${w.recipient}`);
+    };
     const finish = (err?: Error): void => {
       if (err) {
         status.error(err.message.slice(0, 60));
@@ -134,7 +123,7 @@ export function serveGate(
   }, backlog);
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => intake.enter(msg, send, done));
   node.on("close", (removed: boolean, done: () => void) => {
-    closing = true;
+    closing.begin(removed);
     intake.flush();
     if (removed) metrics?.forget();
     // Releasing stops at once: Node-RED stops the nodes wired after this one now, and a msg sent to them is dropped.
@@ -143,16 +132,19 @@ export function serveGate(
     // the msgs begun (those of a burst still in the intake too) finish before the store closes: none is left half-done;
     // so do the cleanups, which may still write to the store (a throughput-gate hands its paced msgs back to the queue),
     // and then the msgs parked meanwhile
-    const closed = Promise.all([withTimeout(intake.idle(), DRAIN_MS, undefined), cleaned]).then(async () => {
-      while (pending.size > 0) await Promise.all([...pending]);
-    });
+    const closed = Promise.all([withTimeout(intake.idle(), DRAIN_MS, undefined), cleaned]).then(() => closing.settled());
     drains?.drainBeforeClose(closed);
     closed.then(() => {
       status.stop();
       done();
     }, done);
   });
-  return { isClosing: () => closing, emit, track };
+  return {
+    isClosing: () => closing.isClosing,
+    wouldPark: (index) => closing.wouldPark(index),
+    emit: (out, whose) => closing.send(out, countedOwn, whose),
+    track: (work) => closing.track(work),
+  };
 }
 
 /** A gate's counts in its cap-config's metrics, and how to drop them when the gate is removed. */
@@ -161,27 +153,27 @@ export function gateMetrics(service: CapService | undefined, id: string, gate: s
   return { counts: service.metrics.gate(id, gate), forget: () => service.metrics.forget(id) };
 }
 
-/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many it holds. */
-export function releaseHeldMsgs(service: CapService, node: Node, gate: string, status: GateStatus): Cleanup[] {
+/** A gate that holds msgs releases them by its deferred output (or skipped, expired) and shows how many it holds; it lets out what it parked too. */
+export function releaseHeldMsgs(RED: NodeAPI, service: CapService, node: Node, gate: string, status: GateStatus): Cleanup[] {
   const counts = service.metrics.gate(node.id, gate);
   const send = countingSend((out) => node.send(out), counts);
+  const held = releaseHandler(gate, status, (output, msg) => send(output === "deferred" ? [null, null, msg] : [null, msg, null]));
   return [
-    service.deferrals.register(node.id, releasingParked(send, releaseHandler(gate, status, (output, msg) => send(output === "deferred" ? [null, null, msg] : [null, msg, null])))),
-    service.deferrals.onSize(node.id, (held) => {
-      status.holding(held);
-      counts.holding(held);
+    service.deferrals.register(node.id, (entry) => {
+      const parked = parkedOutput(entry);
+      return parked ? releaseParked({ RED, node, gate }, entry, parked, send) : held(entry);
+    }),
+    service.deferrals.onSize(node.id, (size) => {
+      status.holding(size);
+      counts.holding(size);
     }),
   ];
 }
 
-/** A release handler that first lets out the msgs the gate parked as it closed last time: as they were judged, by the same output. */
-function releasingParked(send: SendFn, handler: ReleaseHandler): ReleaseHandler {
-  return (held) => {
-    const leavesBy = parkedOutput(held);
-    if (!leavesBy) return handler(held);
-    send(parkedSend(leavesBy, held.msg));
-    return undefined;
-  };
+/** What a gate whose cap-config runs needs to park what it judges as it closes (serveGate), and to tell a stopped node. */
+export function parkingFor(RED: NodeAPI, node: Node, service: CapService | undefined, problem: unknown): Pick<GateServing, "park" | "running"> {
+  if (!service || problem) return {};
+  return { park: parkInQueue(service.deferrals, node.id), running: (id) => RED.nodes.getNode(id) !== null };
 }
 
 /** A seconds property of a gate (deferMax, jitter): absent or blank takes the default, anything else must be a number >= 0. */

@@ -1,48 +1,32 @@
-import type { NodeMessage } from "node-red";
+import type { Node, NodeAPI, NodeMessage } from "node-red";
+import type { Admission } from "../core/admission";
 import type { DeferInput, DeferredMsg } from "../core/defer";
+import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import type { Deferrals } from "../core/deferral/deferrals";
 import { parkedMsgId, releaseId } from "../core/deferral/deferralIds";
 import { GATE_OUTPUTS, type GateOutput } from "../core/metrics/labels";
 import { storedMsg } from "./holding";
-import type { AdmittedMsg } from "./refusal";
-
-/** The meta field that marks a parked msg, and names the output it leaves by. */
-const LEAVES_BY = "leavesBy";
+import { giveBackClaims, type AdmittedMsg } from "./refusal";
 
 /**
- * A msg a gate had judged but could not send because it was closing (Node-RED
- * drops what a stopped flow is sent), kept in the gate's durable queue: due
- * at once, it leaves by the same output, as it is, when the gate runs again
- * (a redeploy's new instance, or a restart). It carries a release_id, as a
- * held msg does, so a release repeated after a lost ack is recognisable.
- * `keepMs`: how long it waits for a gate that runs nowhere before it is dropped.
+ * Parking: a gate that has begun to close and judges a msg whose output
+ * leads to a stopped node (a full deploy stops the whole flow, and Node-RED
+ * drops what a stopped node is sent) keeps it in its durable queue, due at
+ * once, with the output it was judged for. Its next deployment (a redeploy's
+ * new instance, or a restart) sends it by that output, as it is, with a
+ * release_id as a held msg has, so a release repeated after a lost ack is
+ * recognisable. One parked longer than PARKED_FRESH_MS, or past its
+ * expiresAt, leaves by skipped (defer_expired) instead and gives back the
+ * claims it carries: its verdict was for then, not now (a quiet hour may have
+ * begun, a cap's window moved on).
  */
-export function parkedEntries(gate: string, out: NodeMessage | (NodeMessage | null)[], now: number, keepMs: number): DeferInput[] {
-  const byOutput: [NodeMessage | null | undefined, GateOutput][] = Array.isArray(out)
-    ? GATE_OUTPUTS.map((output, i) => [out[i], output])
-    : [[out, "allowed"]];
-  return byOutput.flatMap(([msg, output]) => {
-    if (!msg) return [];
-    const entry: DeferInput & { id: string } = {
-      id: parkedMsgId(), gate, dueAt: now, deferrals: 1, firstDeferredAt: now, deadline: now + keepMs,
-      msg: storedMsg(msg as AdmittedMsg), meta: { [LEAVES_BY]: output },
-    };
-    const admission = entry.msg.admission as { release_id?: unknown } | undefined;
-    if (admission && typeof admission === "object" && admission.release_id === undefined) admission.release_id = releaseId(entry);
-    return [entry];
-  });
-}
 
-/** The output a parked msg leaves by, or undefined for any other held msg. */
-export function parkedOutput(held: DeferredMsg): GateOutput | undefined {
-  const output = held.meta?.[LEAVES_BY];
-  return (GATE_OUTPUTS as readonly string[]).includes(output ?? "") ? output as GateOutput : undefined;
-}
+/** The meta fields of a parked msg. */
+const LEAVES_BY = "leavesBy";
+const PARKED_AT = "parkedAt";
 
-/** A parked msg as its gate sends it: on the output it was judged for. */
-export function parkedSend(output: GateOutput, msg: NodeMessage): (NodeMessage | null)[] {
-  return GATE_OUTPUTS.map((o) => (o === output ? msg : null));
-}
+/** How long a parked msg's verdict holds: a redeploy or a restart lets it out well within this. */
+export const PARKED_FRESH_MS = 60_000;
 
 /**
  * How long a parked msg waits for its gate to run again (a tab disabled, a
@@ -51,11 +35,176 @@ export function parkedSend(output: GateOutput, msg: NodeMessage): (NodeMessage |
  */
 export const PARKED_KEEP_MS = 6 * 3600_000;
 
-/** A gate's parkOnClose (serveGate): the msgs of one output call into its durable queue, or an Error saying why not. */
-export function parkInQueue(deferrals: Pick<Deferrals, "handBack">, gate: string): (out: NodeMessage | (NodeMessage | null)[]) => Promise<void> {
-  return async (out) => {
-    const entries = parkedEntries(gate, out, Date.now(), PARKED_KEEP_MS);
-    const failed = await deferrals.handBack(gate, entries.map((entry) => ({ entry })));
-    if (failed) throw failed.error;
+/** Whose msg it is, as the gate read it: whose claims it gives back, and when it expires. */
+export interface Whose {
+  org: string;
+  recipient: string;
+  expiresAt?: number;
+}
+
+/** One msg to park: the output it was judged for, and whose it is when the gate read that. */
+export interface ParkedItem {
+  msg: NodeMessage;
+  output: GateOutput;
+  whose?: Whose;
+}
+
+export type Park = (items: readonly ParkedItem[]) => Promise<void>;
+
+/** The queue entry a parked msg is kept as. */
+export function parkedEntry(gate: string, item: ParkedItem, now: number): DeferInput & { id: string } {
+  const { whose } = item;
+  const entry: DeferInput & { id: string } = {
+    id: parkedMsgId(), gate, dueAt: now, deferrals: 1, firstDeferredAt: now, deadline: now + PARKED_KEEP_MS,
+    msg: storedMsg(item.msg as AdmittedMsg),
+    meta: {
+      [LEAVES_BY]: item.output, [PARKED_AT]: String(now),
+      ...(whose ? { org: whose.org, recipient: whose.recipient } : {}),
+      ...(whose?.expiresAt !== undefined ? { expiresAt: String(whose.expiresAt) } : {}),
+    },
   };
+  const admission = entry.msg.admission as { release_id?: unknown } | undefined;
+  if (admission && typeof admission === "object" && admission.release_id === undefined) admission.release_id = releaseId(entry);
+  return entry;
+}
+
+/**
+ * A gate's Park: its msgs into its durable queue, those of one tick in one
+ * call (a burst judged as the gate closes parks thousands). Rejects with why
+ * when the store did not take them; the gate then sends them all the same.
+ */
+export function parkInQueue(deferrals: Pick<Deferrals, "handBack">, gate: string): Park {
+  let batch: { entries: (DeferInput & { id: string })[]; done: Promise<ReadonlySet<string> | Error> } | undefined;
+  return async (items) => {
+    const now = Date.now();
+    const entries = items.map((item) => parkedEntry(gate, item, now));
+    if (!batch) {
+      const current: { entries: (DeferInput & { id: string })[]; done?: Promise<ReadonlySet<string> | Error> } = { entries: [] };
+      current.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        batch = undefined;
+        const failed = await deferrals.handBack(gate, current.entries.map((entry) => ({ entry })));
+        if (!failed) return new Set<string>();
+        if (failed.left.length === current.entries.length) return failed.error;
+        return new Set(failed.left.map((item) => (item.entry as { id: string }).id));
+      });
+      batch = current as NonNullable<typeof batch>;
+    }
+    batch.entries.push(...entries);
+    const answer = await batch.done;
+    if (answer instanceof Error) throw answer;
+    if (entries.some((entry) => answer.has(entry.id))) throw new Error("the store did not take it back");
+  };
+}
+
+/** The output a parked msg leaves by, or undefined for any other held msg. */
+export function parkedOutput(held: DeferredMsg): GateOutput | undefined {
+  const output = held.meta?.[LEAVES_BY];
+  return (GATE_OUTPUTS as readonly string[]).includes(output ?? "") ? output as GateOutput : undefined;
+}
+
+/** A msg on one of a gate's outputs, as node.send takes it. */
+export function onOutput(output: GateOutput, msg: NodeMessage): (NodeMessage | null)[] {
+  return GATE_OUTPUTS.map((o) => (o === output ? msg : null));
+}
+
+/**
+ * Lets a parked msg out: by the output it was judged for while its verdict
+ * holds, else by skipped (defer_expired), with the claims it carries given
+ * back. A promise only when there are claims to give back.
+ */
+export function releaseParked(
+  ctx: { RED: NodeAPI; node: Node; gate: string }, held: DeferredMsg, output: GateOutput, send: (out: (NodeMessage | null)[]) => void,
+): void | Promise<void> {
+  const msg = held.msg as AdmittedMsg;
+  const meta = held.meta ?? {};
+  const now = Date.now();
+  const expiresAt = meta.expiresAt !== undefined ? Number(meta.expiresAt) : Number.POSITIVE_INFINITY;
+  const freshUntil = Number(meta[PARKED_AT] ?? held.dueAt) + PARKED_FRESH_MS;
+  if (output === "skipped" || now <= Math.min(expiresAt, freshUntil)) {
+    send(onOutput(output, msg));
+    return;
+  }
+  const previous = msg.admission as Admission | undefined;
+  msg.admission = expiredAdmission(previous, Math.min(expiresAt, freshUntil), previous?.reason, { gate: ctx.gate, now: new Date(now) }, previous?.release_id);
+  const out = onOutput("skipped", msg);
+  if (meta.recipient === undefined || msg.admission.claims.length === 0) {
+    send(out);
+    return;
+  }
+  return giveBackClaims(ctx, msg.admission, { recipient: meta.recipient, ...(meta.org !== undefined ? { org: meta.org } : {}) }).then(() => send(out));
+}
+
+/**
+ * What a gate sends once it has begun to close. It parks a msg whose output
+ * leads to a node that has stopped (a full deploy), and sends the rest as
+ * usual: in a partial deploy the nodes after it still run and take it. A gate
+ * that is removed parks nothing: it would never run again to let it out.
+ */
+export class ClosingOutputs {
+  private closing = false;
+  private parks = false;
+  private readonly pending = new Set<Promise<unknown>>();
+  private failed = 0;
+
+  constructor(
+    private readonly node: Node,
+    private readonly park: Park | undefined,
+    /** whether a node is running (RED.nodes.getNode): Node-RED drops what a stopped one is sent */
+    private readonly running: (id: string) => boolean,
+  ) {}
+
+  begin(removed: boolean): void {
+    this.closing = true;
+    this.parks = !removed && this.park !== undefined;
+  }
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  /** A msg sent by output `index` now would be parked: the gate closes, and a node wired to it has stopped. */
+  wouldPark(index: number): boolean {
+    if (!this.parks) return false;
+    const wires = (this.node as Node & { wires?: string[][] }).wires?.[index] ?? [];
+    return wires.some((id) => !this.running(id));
+  }
+
+  /** Sends `out` now (by `sendNow`), or what of it would be lost, parked; the promise of the park, when there is one. */
+  send(out: NodeMessage | (NodeMessage | null)[], sendNow: (out: NodeMessage | (NodeMessage | null)[]) => void, whose?: Whose): void | Promise<void> {
+    if (!this.closing || !this.parks) {
+      sendNow(out);
+      return;
+    }
+    const byOutput = Array.isArray(out) ? out : [out];
+    const parked: ParkedItem[] = [];
+    const now = byOutput.map((msg, i) => {
+      const output = GATE_OUTPUTS[i];
+      if (!msg || !output || !this.wouldPark(i)) return msg;
+      parked.push({ msg, output, ...(whose ? { whose } : {}) });
+      return null;
+    });
+    if (now.some((msg) => msg)) sendNow(Array.isArray(out) ? now : (now[0] as NodeMessage));
+    if (parked.length === 0) return;
+    const parking = (this.park as Park)(parked).catch((err: Error) => {
+      // a msg the store would not keep goes out all the same: lost in a full deploy, as it was before parking
+      if (this.failed === 0) this.node.error(`closed and could not keep msgs for the next deployment (${err.message}): sent to the stopping flow instead`);
+      this.failed += parked.length;
+      for (const item of parked) sendNow(onOutput(item.output, item.msg));
+    });
+    this.track(parking);
+    return parking;
+  }
+
+  /** Close waits for this work before the store closes: it may still send or park. */
+  track(work: Promise<unknown>): void {
+    const settled = work.then(() => undefined, () => undefined);
+    this.pending.add(settled);
+    void settled.then(() => this.pending.delete(settled));
+  }
+
+  /** Resolves once every tracked work is done (work tracked meanwhile too). */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    if (this.failed > 1) this.node.error(`closed and could not keep ${this.failed} msgs for the next deployment: sent to the stopping flow`);
+  }
 }

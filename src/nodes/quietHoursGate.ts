@@ -7,8 +7,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
-import { parkInQueue } from "./parking";
-import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -71,7 +70,7 @@ export default function register(RED: NodeAPI): void {
 
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     const stopReleasing = config?.service && !problem
-      ? releaseHeldMsgs(config.service, node, GATE, status)
+      ? releaseHeldMsgs(RED, config.service, node, GATE, status)
       : [];
 
     async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
@@ -113,7 +112,7 @@ export default function register(RED: NodeAPI): void {
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
       metrics, backlog: config?.service?.access.queue, drains: config?.service,
       // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
-      ...(config?.service && !problem ? { parkOnClose: parkInQueue(config.service.deferrals, node.id) } : {}),
+      ...parkingFor(RED, node, config?.service, problem),
     });
   }
 

@@ -4,7 +4,7 @@ import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
-import { gateMetrics, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateMetrics, releaseHeldMsgs, parkingFor, serveGate, type LineUp, type SendFn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
@@ -46,6 +46,8 @@ export default function register(RED: NodeAPI): void {
       status.broken(problem);
     }
     const unsubscribe = config?.service ? status.watch(config.service) : undefined;
+    // it holds nothing, but what it judges as it closes is parked in its queue and let out by its next deployment
+    const stopReleasing = config?.service && !problem ? releaseHeldMsgs(RED, config.service, node, GATE, status) : [];
 
     /** A control msg changes the block list and goes no further: it is not a send. */
     async function control(msg: AdmittedMsg, service: CapService): Promise<void> {
@@ -86,7 +88,10 @@ export default function register(RED: NodeAPI): void {
       return admit(msg, send, service, lineUp);
     }
 
-    serveGate(node, status, handle, [unsubscribe], { metrics, backlog: config?.service?.access.queue, drains: config?.service });
+    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
+      metrics, backlog: config?.service?.access.queue, drains: config?.service,
+      ...parkingFor(RED, node, config?.service, problem),
+    });
   }
 
   RED.nodes.registerType(GATE, SuppressionGate);

@@ -15,11 +15,11 @@ import { preciseNow, preciseToWall, StoreClock } from "../core/throughput/storeC
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
-import { gateMetrics, gateSettings, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate } from "./gateNode";
+import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
-import { parkedOutput, parkedSend, parkInQueue } from "./parking";
+import { parkedOutput, releaseParked, type Whose } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -183,7 +183,7 @@ export default function register(RED: NodeAPI): void {
 
     const service = config?.service;
     // what the gate releases on its own (held msgs): counted, and kept for the next deployment once the gate closes
-    const emit: SendFn = (out) => served.emit(out);
+    const emit = (out: (NodeMessage | null)[], whose?: Whose): void | Promise<void> => served.emit(out, whose);
     const refusalCtx = (svc: CapService): RefusalContext => ({ RED, node, gate: GATE, service: svc, status, httpResponse });
 
     /** A held msg at its reserved instant (or flushed): out of allowed; past its expiresAt: out of skipped, defer_expired. */
@@ -196,7 +196,7 @@ export default function register(RED: NodeAPI): void {
         msg.admission = expiredAdmission(msg.admission, held.expiresAt, "throughput_exceeded", { gate: GATE, now }, releaseIdOf(held));
         const expired = giveBack(msg, holderOf(held, service)).then(() => {
           status.skipped();
-          emit([null, msg, null]);
+          return emit([null, msg, null]);
         });
         // a closing gate waits for it: it still sends (or parks) the msg
         served.track(expired);
@@ -205,7 +205,8 @@ export default function register(RED: NodeAPI): void {
       msg.admission = { ...conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt), release_id: releaseIdOf(held) };
       meter.add();
       status.allowed();
-      emit([msg, null, null]);
+      // the promise of its parking, should the gate be closing: the queue acks the held entry only once it is parked
+      return emit([msg, null, null], { ...holderOf(held, service as CapService), ...(held.expiresAt !== undefined ? { expiresAt: held.expiresAt } : {}) });
     }
 
     /** Gives back what earlier gates claimed for a held msg that will not go out (reset, expired). */
@@ -319,7 +320,7 @@ export default function register(RED: NodeAPI): void {
       const tag = tags.of(key);
       const each = async (held: DeferredMsg): Promise<void> => {
         if (!reset) {
-          release(held, true);
+          await release(held, true);
           return;
         }
         const heldMsg = held.msg as AdmittedMsg;
@@ -327,7 +328,7 @@ export default function register(RED: NodeAPI): void {
         reserved.push(Number(held.meta?.reservedUs));
         await giveBack(heldMsg, holderOf(held, svc));
         status.skipped();
-        emit([null, heldMsg, null]);
+        await emit([null, heldMsg, null]);
       };
       // the sends that came in before it are held first (a burst right before a reset is still being taken in), not those after it
       await Promise.allSettled([...admitting].flatMap(([s2, admitted]) => (s2 < seq ? [admitted] : [])));
@@ -393,21 +394,17 @@ export default function register(RED: NodeAPI): void {
     function fromQueue(held: DeferredMsg): void | Promise<void | "kept"> {
       const leavesBy = parkedOutput(held);
       if (leavesBy) {
-        // judged by this gate as it closed last time, and kept: it leaves as it was judged
+        // judged by this gate as it closed last time, and kept: it leaves as it was judged while that holds
         if (leavesBy === "allowed") meter.add();
-        emit(parkedSend(leavesBy, held.msg));
-        return;
+        return releaseParked({ RED, node, gate: GATE }, held, leavesBy, (out) => void emit(out));
       }
       const now = Date.now();
       const expired = held.expiresAt !== undefined && now > held.expiresAt;
-      if (expired || now - held.dueAt <= REPACE_AFTER_MS || !service || !settings) {
-        release(held, false);
-        return;
-      }
+      if (expired || now - held.dueAt <= REPACE_AFTER_MS || !service || !settings) return release(held, false);
       // a copy: should the gate close before it leaves, the entry goes back to the queue as it was
       const msg = structuredClone(held.msg) as AdmittedMsg;
       const seq = ++arrivals;
-      const repaced = tracked(seq, admit(msg, service, settings, emit, () => undefined, seq, releaseIdOf(held)));
+      const repaced = tracked(seq, admit(msg, service, settings, (out) => void served.emit(out), () => undefined, seq, releaseIdOf(held)));
       return repaced.then(() => undefined, (err: Error) => {
         if (err instanceof GateClosed) return "kept" as const;
         node.error(err, msg);
@@ -451,8 +448,8 @@ export default function register(RED: NodeAPI): void {
         send([null, msg, null]);
         return;
       }
-      // a closing gate sends nothing (Node-RED would drop it): a msg due now is handed back with its instant, as a held one is
-      if (outcome.waitUs === 0 && !served.isClosing()) {
+      // a closing gate whose next node has stopped (a full deploy) hands a msg due now back with its instant, as a held one
+      if (outcome.waitUs === 0 && !served.wouldPark(0)) {
         msg.admission = asHeld(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }));
         meter.add();
         status.allowed();
@@ -512,14 +509,14 @@ export default function register(RED: NodeAPI): void {
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
-      if (served.isClosing() || !pacer.add(dueLocal, paced)) await handBack([paced]);
+      if (!pacer.add(dueLocal, paced)) await handBack([paced]);
       else if (!paced.durable) inProcess++;
     }
 
     const served: ServedGate = serveGate(node, status, handle, stops, {
       metrics, backlog: service?.access.queue, drains: service,
       // what it judges as it closes is kept in its durable queue, to leave by the same output when the gate runs again
-      ...(service && !problem ? { parkOnClose: parkInQueue(service.deferrals, node.id) } : {}),
+      ...parkingFor(RED, node, service, problem),
     });
   }
 

@@ -106,6 +106,17 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
       assert.deepEqual(warnings, []);
     });
 
+    it("drops, naming them, the msgs a gate handed back as it closed for good (it never ran again) once past their deadline", async () => {
+      const warnings: string[] = [];
+      const deferrals = start(warnings);
+      // a gate that never held anything here, that closes handing back (parking) a msg, and never runs again
+      const now = Date.now();
+      assert.equal(await deferrals.handBack("parked-only", [{ entry: held("parked-only", "kept", { dueAt: now, deadline: now + 300 }) }]), undefined);
+      await until(() => warnings.some((w) => /dropped 1 held msg/.test(w)), 5000, "the drop");
+      assert.match(warnings.find((w) => /dropped/.test(w)) ?? "", /gate parked-only, which runs on no instance, .*messageIds kept/);
+      assert.equal(await deferrals.queueOf("parked-only").size(), 0);
+    });
+
     it("keeps what a gate held while it was closed, and releases it once the gate is back", async () => {
       const deferrals = start();
       const first: string[] = [];

@@ -14,14 +14,19 @@ import type { CapService } from "../../src/core/capService";
 const nodes = [...gateNodes, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];
 
-async function deploy(keyPrefix: string, gate: Record<string, unknown>, type = "throughput-gate", rules: object[] = []): Promise<{ out: Collector; send: (msg: Record<string, unknown>) => void; service: CapService }> {
-  await helper.load(nodes, [
+/** The flow: a cap-config, the gate `tp0` (none when `gate` is undefined), the outputs' helper nodes and a Catch. */
+function flowOf(keyPrefix: string, gate: Record<string, unknown> | undefined, type = "throughput-gate", rules: object[] = []): object[] {
+  return [
     TAB,
     { id: "cfg0", type: "cap-config", store: "redis", redisUrl: REDIS_URL, keyPrefix, rules, timeoutMs: 1000 },
-    flowNode({ id: "tp0", type, config: "cfg0", ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] }),
+    ...(gate ? [flowNode({ id: "tp0", type, config: "cfg0", ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] })] : []),
     ...OUTPUTS.map((id) => flowNode({ id, type: "helper" })),
     flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }),
-  ]);
+  ];
+}
+
+async function deploy(keyPrefix: string, gate: Record<string, unknown>, type = "throughput-gate", rules: object[] = []): Promise<{ out: Collector; send: (msg: Record<string, unknown>) => void; service: CapService }> {
+  await helper.load(nodes, flowOf(keyPrefix, gate, type, rules));
   const out = new Collector(OUTPUTS);
   const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
   return { out, service, send: (msg) => helper.getNode("tp0")?.receive({ recipient: "r", channel: "sms", ...msg }) };
@@ -111,6 +116,75 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     assert.ok(allowed.every((m) => reasonOf(m) === undefined), "allowed under the cap, none failed open");
     assert.ok(skipped.every((m) => reasonOf(m) === "frequency_capped"), `skipped: ${[...new Set(skipped.map(reasonOf))].join(",")}`);
     await assertNothingHeld(second.service);
+  });
+
+  it("a suppression-gate with a burst of 2,000 in the intake as it closes (1,000 opted out): each leaves once, by the output it was judged for", async () => {
+    const keyPrefix = prefix("sg-close-burst");
+    const first = await deploy(keyPrefix, { duplicateWindow: 0 }, "suppression-gate");
+    await first.service.suppression.suppress(Array.from({ length: 1000 }, (_, i) => ({ org: "default", recipient: `r${2 * i + 1}`, channel: "*", reason: "stop", at: new Date().toISOString() })));
+    for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i}` });
+    await helper.unload();
+    const second = await deploy(keyPrefix, { duplicateWindow: 0 }, "suppression-gate");
+    const started = Date.now();
+    while (tally(first.out, second.out).ids.length < 2000 && Date.now() - started < 15_000) await sleep(20);
+    await sleep(300);
+    const { ids, allowed, skipped, caught } = tally(first.out, second.out);
+    assert.equal(caught, 0);
+    assertEachOnce(ids, 2000);
+    assert.ok(allowed.every((m) => Number(String(m.recipient).slice(1)) % 2 === 0), "only those not opted out allowed");
+    assert.equal(skipped.length, 1000);
+    await assertNothingHeld(second.service);
+  });
+
+  it("a partial deploy that only modifies the gate mid-burst parks nothing: the nodes after it still run and take all 3,000 msgs of one recipient, in order", async () => {
+    const keyPrefix = prefix("fc-partial-modified");
+    const flow = (name: string) => flowOf(keyPrefix, { name }, "frequency-cap-gate");
+    await helper.load(nodes, flow("a"));
+    const out = new Collector(OUTPUTS);
+    const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
+    for (let i = 0; i < 3000; i++) helper.getNode("tp0")?.receive({ channel: "sms", messageId: `m${i}`, recipient: "same" });
+    await (helper as unknown as { setFlows(flows: object[], type: string): Promise<void> }).setFlows(flow("b"), "nodes");
+    helper.getNode("tp0")?.receive({ channel: "sms", messageId: "last", recipient: "same" });
+    await out.until(3001, 20_000);
+    assert.equal(await service.deferrals.queueOf("tp0").size(), 0, "parked");
+    const order = out.sequence.map((x) => (x.msg.messageId === "last" ? 3000 : Number(String(x.msg.messageId).slice(1))));
+    const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
+    assert.equal(firstOut, -1, `out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
+    assertEachOnce(out.sequence.map((x) => String(x.msg.messageId)), 3001);
+  });
+
+  it("a partial deploy that removes the gate mid-burst parks nothing: all 2,000 reach the nodes after it, which still run", async () => {
+    const keyPrefix = prefix("fc-partial-removed");
+    await helper.load(nodes, flowOf(keyPrefix, {}, "frequency-cap-gate"));
+    const out = new Collector(OUTPUTS);
+    for (let i = 0; i < 2000; i++) helper.getNode("tp0")?.receive({ channel: "sms", messageId: `m${i}`, recipient: `r${i}` });
+    await (helper as unknown as { setFlows(flows: object[], type: string): Promise<void> }).setFlows(flowOf(keyPrefix, undefined, "frequency-cap-gate"), "nodes");
+    await out.until(2000, 10_000);
+    assertEachOnce(out.sequence.map((x) => String(x.msg.messageId)), 2000);
+  });
+
+  it("a parked msg let out after its expiresAt leaves by skipped (defer_expired) and gives back the claim it carried", async () => {
+    const keyPrefix = prefix("fc-parked-expired");
+    const rules = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
+    const first = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
+    const expiresAt = Date.now() + 400;
+    for (let i = 0; i < 300; i++) first.send({ messageId: `m${i}`, recipient: `r${i}`, expiresAt });
+    await helper.unload();
+    await sleep(600);
+    const second = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
+    const started = Date.now();
+    while (tally(first.out, second.out).ids.length < 300 && Date.now() - started < 10_000) await sleep(20);
+    const { ids } = tally(first.out, second.out);
+    assertEachOnce(ids, 300);
+    const late = second.out.of("allowed").length + second.out.of("skipped").filter((m) => reasonOf(m) !== "defer_expired").length;
+    assert.equal(late, 0, "a parked msg left after its expiresAt otherwise than as defer_expired");
+    const expired = second.out.of("skipped");
+    assert.ok(expired.length > 0, "none was parked: the test proves nothing");
+    // the claim it carried was given back: its recipient may send again
+    const recipient = String(expired[0]?.recipient);
+    second.send({ messageId: "again", recipient });
+    await second.out.until(expired.length + 1, 3000);
+    assert.ok(second.out.of("allowed").some((m) => m.messageId === "again"), `${recipient}'s claim was not given back`);
   });
 
   for (const control of ["reset", "flush"] as const) {

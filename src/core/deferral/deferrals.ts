@@ -286,6 +286,9 @@ export class Deferrals {
       await sleep(HAND_BACK_RETRY_MS);
     }
     this.sizeChanged(gate);
+    // in the registry as a gate whose queue holds msgs, though it has closed: should it never run again, the sweep
+    // finds it once this beat ends and drops (and reports) them past their deadline, instead of keeping them for ever
+    if (left.length < items.length) await this.beat([gate]).catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
     if (left.length === 0 || !error) return undefined;
     this.options.warn(`gate ${gate} closed holding ${items.length} paced msg(s) and could not hand ${left.length} of them back (${error.message}): those held durably come back when their lease ends`);
     return { error, left };
@@ -384,10 +387,11 @@ export class Deferrals {
     if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${(failed[0] as Error).message}`);
   }
 
-  private async beat(): Promise<void> {
+  /** Says which gates run here and hold msgs (and `also`: a gate that closed leaving msgs in its queue). */
+  private async beat(also: readonly string[] = []): Promise<void> {
     if (this.closing) return;
     const gates = [...this.running.keys()].filter((gate) => this.holding.has(gate) || this.sizeOf(gate).held > 0);
-    await this.options.registry.beat(gates);
+    await this.options.registry.beat([...new Set([...gates, ...also])]);
   }
 
   /** The msgs of gates that run nowhere: dropped (and reported) once past their deadline. */
