@@ -179,7 +179,8 @@ export default function register(RED: NodeAPI): void {
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
       metrics, backlog: config?.service?.access.queue, drains: config?.service,
       // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
-      ...parkingFor(RED, node, config?.service, problem),
+      // only a claim is a verdict that goes stale: a record, a release or a check reports what has happened
+      ...parkingFor(RED, node, config?.service, problem, mode !== "claim"),
     });
   }
 

@@ -170,10 +170,15 @@ export function releaseHeldMsgs(RED: NodeAPI, service: CapService, node: Node, g
   ];
 }
 
-/** What a gate whose cap-config runs needs to park what it judges as it closes (serveGate), and to tell a stopped node. */
-export function parkingFor(RED: NodeAPI, node: Node, service: CapService | undefined, problem: unknown): Pick<GateServing, "park" | "running"> {
+/**
+ * What a gate whose cap-config runs needs to park what it judges as it closes
+ * (serveGate), and to tell a stopped node. `lasts`: its verdicts hold however
+ * late they leave (a record of a send that happened).
+ */
+export function parkingFor(RED: NodeAPI, node: Node, service: CapService | undefined, problem: unknown, lasts = false): Pick<GateServing, "park" | "running"> {
   if (!service || problem) return {};
-  return { park: parkInQueue(service.deferrals, node.id), running: (id) => RED.nodes.getNode(id) !== null };
+  // undefined, not null, for a node stopped in a flow that goes on running (a partial deploy that modified it too)
+  return { park: parkInQueue(service.deferrals, node.id, lasts), running: (id) => RED.nodes.getNode(id) != null };
 }
 
 /** A seconds property of a gate (deferMax, jitter): absent or blank takes the default, anything else must be a number >= 0. */

@@ -24,6 +24,8 @@ import { giveBackClaims, type AdmittedMsg } from "./refusal";
 /** The meta fields of a parked msg. */
 const LEAVES_BY = "leavesBy";
 const PARKED_AT = "parkedAt";
+/** set when the msg's verdict holds however late it leaves (a frequency-cap-gate's record: the send happened) */
+const LASTS = "lasts";
 
 /** How long a parked msg's verdict holds: a redeploy or a restart lets it out well within this. */
 export const PARKED_FRESH_MS = 60_000;
@@ -40,6 +42,8 @@ export interface Whose {
   org: string;
   recipient: string;
   expiresAt?: number;
+  /** when its verdict was made, if before it was parked (a parked msg parked again as its next deployment closes) */
+  judgedAt?: number;
 }
 
 /** One msg to park: the output it was judged for, and whose it is when the gate read that. */
@@ -51,14 +55,14 @@ export interface ParkedItem {
 
 export type Park = (items: readonly ParkedItem[]) => Promise<void>;
 
-/** The queue entry a parked msg is kept as. */
-export function parkedEntry(gate: string, item: ParkedItem, now: number): DeferInput & { id: string } {
+/** The queue entry a parked msg is kept as; `lasts`: its verdict holds however late it leaves. */
+export function parkedEntry(gate: string, item: ParkedItem, now: number, lasts = false): DeferInput & { id: string } {
   const { whose } = item;
   const entry: DeferInput & { id: string } = {
     id: parkedMsgId(), gate, dueAt: now, deferrals: 1, firstDeferredAt: now, deadline: now + PARKED_KEEP_MS,
     msg: storedMsg(item.msg as AdmittedMsg),
     meta: {
-      [LEAVES_BY]: item.output, [PARKED_AT]: String(now),
+      [LEAVES_BY]: item.output, [PARKED_AT]: String(whose?.judgedAt ?? now), ...(lasts ? { [LASTS]: "1" } : {}),
       ...(whose ? { org: whose.org, recipient: whose.recipient } : {}),
       ...(whose?.expiresAt !== undefined ? { expiresAt: String(whose.expiresAt) } : {}),
     },
@@ -72,12 +76,13 @@ export function parkedEntry(gate: string, item: ParkedItem, now: number): DeferI
  * A gate's Park: its msgs into its durable queue, those of one tick in one
  * call (a burst judged as the gate closes parks thousands). Rejects with why
  * when the store did not take them; the gate then sends them all the same.
+ * `lasts`: the gate's verdicts hold however late they leave (PARKED_FRESH_MS).
  */
-export function parkInQueue(deferrals: Pick<Deferrals, "handBack">, gate: string): Park {
+export function parkInQueue(deferrals: Pick<Deferrals, "handBack">, gate: string, lasts = false): Park {
   let batch: { entries: (DeferInput & { id: string })[]; done: Promise<ReadonlySet<string> | Error> } | undefined;
   return async (items) => {
     const now = Date.now();
-    const entries = items.map((item) => parkedEntry(gate, item, now));
+    const entries = items.map((item) => parkedEntry(gate, item, now, lasts));
     if (!batch) {
       const current: { entries: (DeferInput & { id: string })[]; done?: Promise<ReadonlySet<string> | Error> } = { entries: [] };
       current.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
@@ -107,30 +112,35 @@ export function onOutput(output: GateOutput, msg: NodeMessage): (NodeMessage | n
   return GATE_OUTPUTS.map((o) => (o === output ? msg : null));
 }
 
+/** Whose a parked msg is, as the gate read it when it judged it: should it be parked again, it keeps its expiry and its age. */
+export function parkedWhose(held: DeferredMsg): Whose | undefined {
+  const meta = held.meta ?? {};
+  if (meta.recipient === undefined) return undefined;
+  return {
+    org: meta.org ?? "", recipient: meta.recipient, judgedAt: Number(meta[PARKED_AT] ?? held.dueAt),
+    ...(meta.expiresAt !== undefined ? { expiresAt: Number(meta.expiresAt) } : {}),
+  };
+}
+
 /**
  * Lets a parked msg out: by the output it was judged for while its verdict
  * holds, else by skipped (defer_expired), with the claims it carries given
- * back. A promise only when there are claims to give back.
+ * back. A promise when there are claims to give back, or when `send` gives
+ * one (it parks the msg again: the queue acks the entry once that is done).
  */
 export function releaseParked(
-  ctx: { RED: NodeAPI; node: Node; gate: string }, held: DeferredMsg, output: GateOutput, send: (out: (NodeMessage | null)[]) => void,
+  ctx: { RED: NodeAPI; node: Node; gate: string }, held: DeferredMsg, output: GateOutput, send: (out: (NodeMessage | null)[]) => void | Promise<void>,
 ): void | Promise<void> {
   const msg = held.msg as AdmittedMsg;
   const meta = held.meta ?? {};
   const now = Date.now();
   const expiresAt = meta.expiresAt !== undefined ? Number(meta.expiresAt) : Number.POSITIVE_INFINITY;
   const freshUntil = Number(meta[PARKED_AT] ?? held.dueAt) + PARKED_FRESH_MS;
-  if (output === "skipped" || now <= Math.min(expiresAt, freshUntil)) {
-    send(onOutput(output, msg));
-    return;
-  }
+  if (output === "skipped" || meta[LASTS] === "1" || now <= Math.min(expiresAt, freshUntil)) return send(onOutput(output, msg));
   const previous = msg.admission as Admission | undefined;
   msg.admission = expiredAdmission(previous, Math.min(expiresAt, freshUntil), previous?.reason, { gate: ctx.gate, now: new Date(now) }, previous?.release_id);
   const out = onOutput("skipped", msg);
-  if (meta.recipient === undefined || msg.admission.claims.length === 0) {
-    send(out);
-    return;
-  }
+  if (meta.recipient === undefined || msg.admission.claims.length === 0) return send(out);
   return giveBackClaims(ctx, msg.admission, { recipient: meta.recipient, ...(meta.org !== undefined ? { org: meta.org } : {}) }).then(() => send(out));
 }
 

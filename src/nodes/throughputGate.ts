@@ -19,7 +19,7 @@ import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type 
 import { GateStatus } from "./gateStatus";
 import { storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
-import { parkedOutput, releaseParked, type Whose } from "./parking";
+import { parkedOutput, parkedWhose, releaseParked, type Whose } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -394,9 +394,12 @@ export default function register(RED: NodeAPI): void {
     function fromQueue(held: DeferredMsg): void | Promise<void | "kept"> {
       const leavesBy = parkedOutput(held);
       if (leavesBy) {
-        // judged by this gate as it closed last time, and kept: it leaves as it was judged while that holds
-        if (leavesBy === "allowed") meter.add();
-        return releaseParked({ RED, node, gate: GATE }, held, leavesBy, (out) => void emit(out));
+        // judged by this gate as it closed last time, and kept: it leaves as it was judged while that holds;
+        // parked again should this deployment close too, keeping its age and expiry
+        return releaseParked({ RED, node, gate: GATE }, held, leavesBy, (out) => {
+          if (out[0]) meter.add();
+          return emit(out, parkedWhose(held));
+        });
       }
       const now = Date.now();
       const expired = held.expiresAt !== undefined && now > held.expiresAt;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from "../support/nodeRed";
 import throughputGate from "../../src/nodes/throughputGate";
 import { REDIS_URL, redisClient, dropPrefix, sleep, uniquePrefix } from "../support/redis";
+import { SlowLink } from "../support/slowLink";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
 
@@ -15,10 +16,10 @@ const nodes = [...gateNodes, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];
 
 /** The flow: a cap-config, the gate `tp0` (none when `gate` is undefined), the outputs' helper nodes and a Catch. */
-function flowOf(keyPrefix: string, gate: Record<string, unknown> | undefined, type = "throughput-gate", rules: object[] = []): object[] {
+function flowOf(keyPrefix: string, gate: Record<string, unknown> | undefined, type = "throughput-gate", rules: object[] = [], config: Record<string, unknown> = {}): object[] {
   return [
     TAB,
-    { id: "cfg0", type: "cap-config", store: "redis", redisUrl: REDIS_URL, keyPrefix, rules, timeoutMs: 1000 },
+    { id: "cfg0", type: "cap-config", store: "redis", redisUrl: REDIS_URL, keyPrefix, rules, timeoutMs: 1000, ...config },
     ...(gate ? [flowNode({ id: "tp0", type, config: "cfg0", ...gate, wires: [["allowed"], ["skipped"], ["deferred"]] })] : []),
     ...OUTPUTS.map((id) => flowNode({ id, type: "helper" })),
     flowNode({ id: "catch", type: "catch", scope: null, wires: [["caught"]] }),
@@ -153,6 +154,35 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     assertEachOnce(out.sequence.map((x) => String(x.msg.messageId)), 3001);
   });
 
+  it("a partial deploy that modifies the gate and the node after it mid-burst parks what that node would have dropped: all 2,000 leave once", async () => {
+    const keyPrefix = prefix("fc-partial-both");
+    // the store's answers come 800 ms late, so every msg is judged once the deploy has stopped the gate and the node after it
+    // (a msg sent just before that, still on its way, is dropped by Node-RED whatever the gate does)
+    const link = await SlowLink.open();
+    try {
+      // a cap, so that each msg waits for the store (with no cap to check a msg is judged at once)
+      const rules = [{ id: "ten", scope: "global", max_count: 10, window_seconds: 600 }];
+      const flow = (name: string) => flowOf(keyPrefix, { name }, "frequency-cap-gate", rules, { redisUrl: link.url, timeoutMs: 5000 })
+        .map((n) => ((n as { id?: string }).id === "allowed" ? { ...n, name } : n));
+      await helper.load(nodes, flow("a"));
+      const first = new Collector(OUTPUTS);
+      link.stallRequests(800);
+      for (let i = 0; i < 2000; i++) helper.getNode("tp0")?.receive({ channel: "sms", messageId: `m${i}`, recipient: `r${i}` });
+      await (helper as unknown as { setFlows(flows: object[], type: string): Promise<void> }).setFlows(flow("b"), "nodes");
+      // only "allowed" was replaced: the other helper nodes (and Catch) are the ones `first` listens to
+      const second = new Collector(["allowed"]);
+      const started = Date.now();
+      while (tally(first, second).ids.length < 2000 && Date.now() - started < 10_000) await sleep(20);
+      await sleep(300);
+      assert.equal(tally(first, second).caught, 0);
+      assertEachOnce(tally(first, second).ids, 2000);
+      assert.ok(second.of("allowed").length > 0, "none parked: the test proves nothing");
+    } finally {
+      await helper.unload();
+      await link.close();
+    }
+  });
+
   it("a partial deploy that removes the gate mid-burst parks nothing: all 2,000 reach the nodes after it, which still run", async () => {
     const keyPrefix = prefix("fc-partial-removed");
     await helper.load(nodes, flowOf(keyPrefix, {}, "frequency-cap-gate"));
@@ -185,6 +215,35 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     second.send({ messageId: "again", recipient });
     await second.out.until(expired.length + 1, 3000);
     assert.ok(second.out.of("allowed").some((m) => m.messageId === "again"), `${recipient}'s claim was not given back`);
+  });
+
+  it("parked msgs of one recipient leave in the order they came in: 600 in the intake of a full deploy", async () => {
+    const keyPrefix = prefix("fc-parked-order");
+    const first = await deploy(keyPrefix, {}, "frequency-cap-gate");
+    for (let i = 0; i < 600; i++) first.send({ messageId: `m${i}`, recipient: "same" });
+    await helper.unload();
+    const second = await deploy(keyPrefix, {}, "frequency-cap-gate");
+    await second.out.until(600 - first.out.total(), 10_000);
+    const order = [...first.out.sequence, ...second.out.sequence].map((x) => Number(String(x.msg.messageId).slice(1)));
+    const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
+    assert.equal(firstOut, -1, `out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
+    assert.ok(second.out.total() > 0, "none was parked: the test proves nothing");
+  });
+
+  it("a record parked at a full deploy leaves as it was judged however late: the send it records happened", async () => {
+    const keyPrefix = prefix("fc-parked-record");
+    const rules = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
+    const first = await deploy(keyPrefix, { mode: "record" }, "frequency-cap-gate", rules);
+    const expiresAt = Date.now() + 300;
+    for (let i = 0; i < 300; i++) first.send({ messageId: `m${i}`, recipient: `r${i}`, expiresAt });
+    await helper.unload();
+    await sleep(500);
+    const second = await deploy(keyPrefix, { mode: "record" }, "frequency-cap-gate", rules);
+    const started = Date.now();
+    while (tally(first.out, second.out).ids.length < 300 && Date.now() - started < 10_000) await sleep(20);
+    assertEachOnce(tally(first.out, second.out).ids, 300);
+    assert.ok(second.out.total() > 0, "none was parked: the test proves nothing");
+    assert.deepEqual(second.out.of("skipped").map(reasonOf), [], "a record left by skipped");
   });
 
   for (const control of ["reset", "flush"] as const) {

@@ -61,8 +61,13 @@ export function collapseKeyOf(gate: string, org: string, recipientToken: string,
 
 let parkedSeq = 0;
 
-/** The id a closing gate keeps a msg under that it could not send (parked for its next deployment): unique, like a paced id. */
+/**
+ * The id a closing gate keeps a msg under that it could not send (parked for
+ * its next deployment): unique, like a paced id. The queue hands out msgs due
+ * at one ms in id order, so the sequence has a fixed width: msgs parked in
+ * one ms leave in the order they were parked ("z" before "10").
+ */
 export function parkedMsgId(): string {
   parkedSeq = (parkedSeq + 1) % Number.MAX_SAFE_INTEGER;
-  return `k.${PROCESS_NONCE}.${parkedSeq.toString(36)}`;
+  return `k.${PROCESS_NONCE}.${parkedSeq.toString(36).padStart(11, "0")}`;
 }

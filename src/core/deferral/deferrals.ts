@@ -290,7 +290,7 @@ export class Deferrals {
     // finds it once this beat ends and drops (and reports) them past their deadline, instead of keeping them for ever
     if (left.length < items.length) await this.beat([gate]).catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
     if (left.length === 0 || !error) return undefined;
-    this.options.warn(`gate ${gate} closed holding ${items.length} paced msg(s) and could not hand ${left.length} of them back (${error.message}): those held durably come back when their lease ends`);
+    this.options.warn(`gate ${gate} closed holding ${items.length} msg(s) and could not hand ${left.length} of them back to its queue (${error.message}): those held durably come back when their lease ends`);
     return { error, left };
   }
 
