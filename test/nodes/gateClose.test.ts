@@ -56,6 +56,35 @@ async function assertNothingHeld(service: CapService): Promise<void> {
   assert.equal(await queue.size(), 0, "msgs left in the queue");
 }
 
+type Deployed = Awaited<ReturnType<typeof deploy>>;
+
+/**
+ * The gate deployed, `burst` run on it, and the flow closed (a full deploy)
+ * in the same tick, the burst still at work; deployed again after `pauseMs`.
+ * Waits until `expected` msgs have left by allowed or skipped over the two
+ * deployments, and checks each left once and none went to Catch.
+ */
+async function acrossFullDeploy(
+  keyPrefix: string, setup: { gate: Record<string, unknown>; type?: string; rules?: object[] }, expected: number,
+  burst: (first: Deployed) => void | Promise<void>, pauseMs = 0,
+): Promise<{ first: Deployed; second: Deployed } & ReturnType<typeof tally>> {
+  const first = await deploy(keyPrefix, setup.gate, setup.type, setup.rules);
+  // awaited only when it is async: a sync burst is closed on in its own tick, before any of it is judged
+  // (a msg sent just before the deploy and still on its way is dropped by Node-RED, whatever the gate does)
+  const running = burst(first);
+  if (running) await running;
+  await helper.unload();
+  if (pauseMs > 0) await sleep(pauseMs);
+  const second = await deploy(keyPrefix, setup.gate, setup.type, setup.rules);
+  const started = Date.now();
+  while (tally(first.out, second.out).ids.length < expected && Date.now() - started < 15_000) await sleep(20);
+  await sleep(300);
+  const outcome = tally(first.out, second.out);
+  assert.equal(outcome.caught, 0);
+  assertEachOnce(outcome.ids, expected);
+  return { first, second, ...outcome };
+}
+
 describe("a gate on a full deploy: what it judges as it closes is kept and leaves once", function () {
   this.timeout(60_000);
   const prefixes: string[] = [];
@@ -77,17 +106,10 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
       const keyPrefix = prefix(`tp-close-burst-${disposition}`);
       // skip: 500 pass at once, the rest are skipped; queue: 500 at once, the rest paced over 1.5 s
       const gate = { rate: 1000, burst: 500, disposition };
-      const first = await deploy(keyPrefix, gate);
-      for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i}` });
       // closed in the same tick: the burst is still in the intake, its reservations answered while the gate closes
-      await helper.unload();
-      const second = await deploy(keyPrefix, gate);
-      const started = Date.now();
-      while (tally(first.out, second.out).ids.length < 2000 && Date.now() - started < 15_000) await sleep(20);
-      await sleep(300);
-      const { ids, allowed, skipped, caught } = tally(first.out, second.out);
-      assert.equal(caught, 0);
-      assertEachOnce(ids, 2000);
+      const { second, allowed, skipped } = await acrossFullDeploy(keyPrefix, { gate }, 2000, (first) => {
+        for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i}` });
+      });
       if (disposition === "skip") {
         assert.ok(allowed.length >= 500 && allowed.length < 2000, `${allowed.length} allowed`);
         assert.ok(skipped.every((m) => reasonOf(m) === "throughput_exceeded"), "skipped for the ceiling");
@@ -103,16 +125,9 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
   it("a frequency-cap-gate with a burst of 2,000 in the intake as it closes (1,000 recipients, each twice, cap 1): each leaves once, 1,000 allowed", async () => {
     const keyPrefix = prefix("fc-close-burst");
     const rules = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
-    const first = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
-    for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i % 1000}` });
-    await helper.unload();
-    const second = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
-    const started = Date.now();
-    while (tally(first.out, second.out).ids.length < 2000 && Date.now() - started < 15_000) await sleep(20);
-    await sleep(300);
-    const { ids, allowed, skipped, caught } = tally(first.out, second.out);
-    assert.equal(caught, 0);
-    assertEachOnce(ids, 2000);
+    const { second, allowed, skipped } = await acrossFullDeploy(keyPrefix, { gate: {}, type: "frequency-cap-gate", rules }, 2000, (first) => {
+      for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i % 1000}` });
+    });
     assert.equal(allowed.length, 1000);
     assert.ok(allowed.every((m) => reasonOf(m) === undefined), "allowed under the cap, none failed open");
     assert.ok(skipped.every((m) => reasonOf(m) === "frequency_capped"), `skipped: ${[...new Set(skipped.map(reasonOf))].join(",")}`);
@@ -121,17 +136,10 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
 
   it("a suppression-gate with a burst of 2,000 in the intake as it closes (1,000 opted out): each leaves once, by the output it was judged for", async () => {
     const keyPrefix = prefix("sg-close-burst");
-    const first = await deploy(keyPrefix, { duplicateWindow: 0 }, "suppression-gate");
-    await first.service.suppression.suppress(Array.from({ length: 1000 }, (_, i) => ({ org: "default", recipient: `r${2 * i + 1}`, channel: "*", reason: "stop", at: new Date().toISOString() })));
-    for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i}` });
-    await helper.unload();
-    const second = await deploy(keyPrefix, { duplicateWindow: 0 }, "suppression-gate");
-    const started = Date.now();
-    while (tally(first.out, second.out).ids.length < 2000 && Date.now() - started < 15_000) await sleep(20);
-    await sleep(300);
-    const { ids, allowed, skipped, caught } = tally(first.out, second.out);
-    assert.equal(caught, 0);
-    assertEachOnce(ids, 2000);
+    const { second, allowed, skipped } = await acrossFullDeploy(keyPrefix, { gate: { duplicateWindow: 0 }, type: "suppression-gate" }, 2000, async (first) => {
+      await first.service.suppression.suppress(Array.from({ length: 1000 }, (_, i) => ({ org: "default", recipient: `r${2 * i + 1}`, channel: "*", reason: "stop", at: new Date().toISOString() })));
+      for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i}` });
+    });
     assert.ok(allowed.every((m) => Number(String(m.recipient).slice(1)) % 2 === 0), "only those not opted out allowed");
     assert.equal(skipped.length, 1000);
     await assertNothingHeld(second.service);
@@ -196,16 +204,10 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
   it("a parked msg let out after its expiresAt leaves by skipped (defer_expired) and gives back the claim it carried", async () => {
     const keyPrefix = prefix("fc-parked-expired");
     const rules = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
-    const first = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
     const expiresAt = Date.now() + 400;
-    for (let i = 0; i < 300; i++) first.send({ messageId: `m${i}`, recipient: `r${i}`, expiresAt });
-    await helper.unload();
-    await sleep(600);
-    const second = await deploy(keyPrefix, {}, "frequency-cap-gate", rules);
-    const started = Date.now();
-    while (tally(first.out, second.out).ids.length < 300 && Date.now() - started < 10_000) await sleep(20);
-    const { ids } = tally(first.out, second.out);
-    assertEachOnce(ids, 300);
+    const { second } = await acrossFullDeploy(keyPrefix, { gate: {}, type: "frequency-cap-gate", rules }, 300, (first) => {
+      for (let i = 0; i < 300; i++) first.send({ messageId: `m${i}`, recipient: `r${i}`, expiresAt });
+    }, 600);
     const late = second.out.of("allowed").length + second.out.of("skipped").filter((m) => reasonOf(m) !== "defer_expired").length;
     assert.equal(late, 0, "a parked msg left after its expiresAt otherwise than as defer_expired");
     const expired = second.out.of("skipped");
@@ -219,11 +221,9 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
 
   it("parked msgs of one recipient leave in the order they came in: 600 in the intake of a full deploy", async () => {
     const keyPrefix = prefix("fc-parked-order");
-    const first = await deploy(keyPrefix, {}, "frequency-cap-gate");
-    for (let i = 0; i < 600; i++) first.send({ messageId: `m${i}`, recipient: "same" });
-    await helper.unload();
-    const second = await deploy(keyPrefix, {}, "frequency-cap-gate");
-    await second.out.until(600 - first.out.total(), 10_000);
+    const { first, second } = await acrossFullDeploy(keyPrefix, { gate: {}, type: "frequency-cap-gate" }, 600, (deployed) => {
+      for (let i = 0; i < 600; i++) deployed.send({ messageId: `m${i}`, recipient: "same" });
+    });
     const order = [...first.out.sequence, ...second.out.sequence].map((x) => Number(String(x.msg.messageId).slice(1)));
     const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
     assert.equal(firstOut, -1, `out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
@@ -233,15 +233,10 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
   it("a record parked at a full deploy leaves as it was judged however late: the send it records happened", async () => {
     const keyPrefix = prefix("fc-parked-record");
     const rules = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
-    const first = await deploy(keyPrefix, { mode: "record" }, "frequency-cap-gate", rules);
     const expiresAt = Date.now() + 300;
-    for (let i = 0; i < 300; i++) first.send({ messageId: `m${i}`, recipient: `r${i}`, expiresAt });
-    await helper.unload();
-    await sleep(500);
-    const second = await deploy(keyPrefix, { mode: "record" }, "frequency-cap-gate", rules);
-    const started = Date.now();
-    while (tally(first.out, second.out).ids.length < 300 && Date.now() - started < 10_000) await sleep(20);
-    assertEachOnce(tally(first.out, second.out).ids, 300);
+    const { second } = await acrossFullDeploy(keyPrefix, { gate: { mode: "record" }, type: "frequency-cap-gate", rules }, 300, (first) => {
+      for (let i = 0; i < 300; i++) first.send({ messageId: `m${i}`, recipient: `r${i}`, expiresAt });
+    }, 500);
     assert.ok(second.out.total() > 0, "none was parked: the test proves nothing");
     assert.deepEqual(second.out.of("skipped").map(reasonOf), [], "a record left by skipped");
   });
@@ -251,20 +246,13 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
       const keyPrefix = prefix(`tp-close-${control}`);
       // 5/s, burst 1: the first leaves at once, the other six are held durably (200 ms to 1.2 s on)
       const gate = { rate: 5, burst: 1 };
-      const first = await deploy(keyPrefix, gate);
-      for (let i = 0; i < 7; i++) first.send({ messageId: `h${i}`, recipient: `r${i}` });
-      await first.out.until(1, 2000);
-      await sleep(50);
-      first.send({ [control]: true });
-      // the control msg has begun; the gate closes under it
-      await helper.unload();
-      const second = await deploy(keyPrefix, gate);
-      const started = Date.now();
-      while (tally(first.out, second.out).ids.length < 7 && Date.now() - started < 10_000) await sleep(20);
-      await sleep(500);
-      const { ids, caught } = tally(first.out, second.out);
-      assert.equal(caught, 0);
-      assertEachOnce(ids, 7);
+      const { second } = await acrossFullDeploy(keyPrefix, { gate }, 7, async (first) => {
+        for (let i = 0; i < 7; i++) first.send({ messageId: `h${i}`, recipient: `r${i}` });
+        await first.out.until(1, 2000);
+        await sleep(50);
+        // the control msg has begun as the gate closes under it
+        first.send({ [control]: true });
+      });
       await assertNothingHeld(second.service);
     });
   }
