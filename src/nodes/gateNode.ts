@@ -8,7 +8,8 @@ import { Intake, type Backlog } from "../core/sendQueue/intake";
 import { withTimeout } from "../core/withTimeout";
 import type { GateStatus } from "./gateStatus";
 import { releaseHandler } from "./holding";
-import { ClosingOutputs, parkedOutput, parkInQueue, releaseParked, type Park, type Whose } from "./parking";
+import { ClosingOutputs } from "./closingOutputs";
+import { parkedOutput, parkInQueue, releaseParked, type Park, type Whose } from "./parking";
 import type { AdmittedMsg } from "./refusal";
 
 export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
