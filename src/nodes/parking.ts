@@ -31,11 +31,12 @@ const LASTS = "lasts";
 export const PARKED_FRESH_MS = 60_000;
 
 /**
- * How long a parked msg waits for its gate to run again (a tab disabled, a
+ * How long a msg a gate keeps for itself (parked, or a throughput-gate's paced
+ * msg past its instant) waits for that gate to run again (a tab disabled, a
  * flow removed) before the queue drops it, reporting it: as long as a held
  * msg's default deferMax.
  */
-export const PARKED_KEEP_MS = 6 * 3600_000;
+export const ABSENT_GATE_KEEP_MS = 6 * 3600_000;
 
 /** Whose msg it is, as the gate read it: whose claims it gives back, and when it expires. */
 export interface Whose {
@@ -59,7 +60,7 @@ export type Park = (items: readonly ParkedItem[]) => Promise<void>;
 export function parkedEntry(gate: string, item: ParkedItem, now: number, lasts = false): DeferInput & { id: string } {
   const { whose } = item;
   const entry: DeferInput & { id: string } = {
-    id: parkedMsgId(), gate, dueAt: now, deferrals: 1, firstDeferredAt: now, deadline: now + PARKED_KEEP_MS,
+    id: parkedMsgId(), gate, dueAt: now, deferrals: 1, firstDeferredAt: now, deadline: now + ABSENT_GATE_KEEP_MS,
     msg: storedMsg(item.msg as AdmittedMsg),
     meta: {
       [LEAVES_BY]: item.output, [PARKED_AT]: String(whose?.judgedAt ?? now), ...(lasts ? { [LASTS]: "1" } : {}),

@@ -19,7 +19,7 @@ import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type 
 import { GateStatus } from "./gateStatus";
 import { storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
-import { parkedOutput, parkedWhose, releaseParked, type Whose } from "./parking";
+import { ABSENT_GATE_KEEP_MS, parkedOutput, parkedWhose, releaseParked, type Whose } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -82,13 +82,6 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
  * queue's own pollers are never this late.
  */
 export const REPACE_AFTER_MS = 1_000;
-
-/**
- * How long a paced msg whose gate runs nowhere (its tab disabled, its flow
- * removed) is kept past its instant before the queue drops it: a gate that
- * comes back re-paces it. As long as a cap deferral's default deferMax.
- */
-const ORPHAN_KEEP_MS = 6 * 3600_000;
 
 /** A re-paced msg's gate closed before it could leave: it goes back to the queue. */
 class GateClosed extends Error {}
@@ -478,7 +471,8 @@ export default function register(RED: NodeAPI): void {
       try {
         held = {
           id: pacedMsgId(tag, reservedUs), gate: node.id, dueAt,
-          deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ORPHAN_KEEP_MS,
+          // a gate that comes back within it re-paces it
+          deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ABSENT_GATE_KEEP_MS,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
           msg: storedMsg(msg),
           meta: {

@@ -5,6 +5,7 @@ import { REDIS_URL, redisClient, dropPrefix, sleep, uniquePrefix } from "../supp
 import { SlowLink } from "../support/slowLink";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
+import { parkInQueue } from "../../src/nodes/parking";
 
 /**
  * A gate on a full deploy (the test helper's unload stops every
@@ -228,6 +229,19 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
     assert.equal(firstOut, -1, `out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
     assert.ok(second.out.total() > 0, "none was parked: the test proves nothing");
+  });
+
+  it("msgs parked in one ms are handed out by the queue in the order they were parked: 1,000 in one tick (redis)", async () => {
+    const keyPrefix = prefix("parked-id-order");
+    const { service } = await deploy(keyPrefix, {}, "frequency-cap-gate");
+    // one call, one ms: every entry has the same dueAt, so the queue orders them by id
+    await parkInQueue(service.deferrals, "order-gate")(Array.from({ length: 1000 }, (_, i) => ({ msg: { _msgid: `k${i}`, messageId: `k${i}` }, output: "allowed" as const })));
+    const taken = await service.deferrals.queueOf("order-gate").takeDue(1000, 30_000);
+    assert.equal(taken.length, 1000);
+    assert.equal(new Set(taken.map((m) => m.dueAt)).size, 1, "parked in one ms");
+    const order = taken.map((m) => Number(String(m.msg.messageId).slice(1)));
+    const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
+    assert.equal(firstOut, -1, `handed out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
   });
 
   it("a record parked at a full deploy leaves as it was judged however late: the send it records happened", async () => {

@@ -79,6 +79,8 @@ export class Deferrals {
   private readonly timers: NodeJS.Timeout[] = [];
   /** gates that held msgs in this process: they say they run here (a gate that never held has nothing to orphan) */
   private readonly holding = new Set<string>();
+  /** gates that closed leaving msgs in their queues and were told to the registry, since they last ran here */
+  private readonly toldClosed = new Set<string>();
   private readonly polling: { leaseMs: number; batch: number; idleMs: number };
   private closing = false;
   private lastWarning = "";
@@ -138,6 +140,7 @@ export class Deferrals {
     });
     const entry: Running = { handler, poller, queue };
     this.running.set(gate, entry);
+    this.toldClosed.delete(gate);
     setImmediate(() => {
       if (this.running.get(gate) === entry && !this.closing) poller.start();
     });
@@ -288,7 +291,14 @@ export class Deferrals {
     this.sizeChanged(gate);
     // in the registry as a gate whose queue holds msgs, though it has closed: should it never run again, the sweep
     // finds it once this beat ends and drops (and reports) them past their deadline, instead of keeping them for ever
-    if (left.length < items.length) await this.beat([gate]).catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`));
+    // once per close: a closing throughput-gate hands back each msg a burst reserves then on its own
+    if (left.length < items.length && !this.running.has(gate) && !this.toldClosed.has(gate)) {
+      this.toldClosed.add(gate);
+      await this.beat([gate]).catch((err: Error) => {
+        this.toldClosed.delete(gate);
+        this.warnOnce(`defer queue: ${err.message}`);
+      });
+    }
     if (left.length === 0 || !error) return undefined;
     this.options.warn(`gate ${gate} closed holding ${items.length} msg(s) and could not hand ${left.length} of them back to its queue (${error.message}): those held durably come back when their lease ends`);
     return { error, left };
