@@ -3,7 +3,7 @@ import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import type { DeferInput, DeferredMsg } from "../core/defer";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
-import { pacedMsgId, releaseId } from "../core/deferral/deferralIds";
+import { pacedMsgId, pacedReleaseId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
 import { sha256Hex } from "../core/sha256";
 import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
@@ -86,7 +86,11 @@ export const REPACE_AFTER_MS = 1_000;
 /** A re-paced msg's gate closed before it could leave: it goes back to the queue. */
 class GateClosed extends Error {}
 
-/** The release_id of a held msg: the first holding's, kept across a re-pace, so a repeated release is still recognisable. */
+/**
+ * The release_id of a held msg: the one it was paced with, kept across a
+ * re-pace, so a repeated release is still recognisable (a hash of its entry
+ * for one held before release ids were kept beside the msg).
+ */
 function releaseIdOf(held: DeferredMsg): string {
   return held.meta?.releaseId ?? releaseId(held);
 }
@@ -195,7 +199,7 @@ export default function register(RED: NodeAPI): void {
         served.track(expired);
         return expired;
       }
-      msg.admission = { ...conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt), release_id: releaseIdOf(held) };
+      msg.admission = conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt, undefined, releaseIdOf(held));
       meter.add();
       status.allowed();
       // the promise of its parking, should the gate be closing: the queue acks the held entry only once it is parked
@@ -266,16 +270,42 @@ export default function register(RED: NodeAPI): void {
         setImmediate(flushAcks);
       }
     });
+    /** Gives paced msgs back to the durable queue (the gate closes): a msg paced in process only is copied as the queue keeps it. */
     const handBack = async (paced: readonly PacedMsg[]): Promise<void> => {
-      const failed = await service?.deferrals.handBack(node.id, paced.map((p) => ({ entry: p.held, tag: p.tag })));
+      const kept: PacedMsg[] = [];
+      const items: { entry: DeferredMsg; tag: string }[] = [];
+      for (const p of paced) {
+        try {
+          items.push({ entry: p.durable ? p.held : { ...p.held, msg: storedMsg(p.held.msg as AdmittedMsg) }, tag: p.tag });
+          kept.push(p);
+        } catch (err) {
+          node.error(`closed holding a msg paced in process only that the queue cannot keep (${(err as Error).message}): it is lost`, p.held.msg);
+        }
+      }
+      const failed = await service?.deferrals.handBack(node.id, items);
       if (!failed) return;
       // a msg paced in process only has no lease to come back by: say which are lost
       const left = new Set(failed.left.map((item) => item.entry));
-      const lost = paced.filter((p) => !p.durable && left.has(p.held));
+      const lost = kept.filter((p, i) => !p.durable && left.has((items[i] as { entry: DeferredMsg }).entry));
       if (lost.length === 0) return;
       const ids = lost.map((p) => String((p.held.msg as { messageId?: unknown }).messageId ?? p.held.id));
       node.error(`closed holding ${lost.length} msg(s) paced in process only, and the store did not take them back (${failed.error.message}): they are lost (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
     };
+    /** the msgs a closing gate reserved in this turn of the loop (a burst still in its intake): handed back together, one store call */
+    let closingBatch: PacedMsg[] | undefined;
+    let closingBatchHandedBack: Promise<void> = Promise.resolve();
+    function handBackWithTurn(paced: PacedMsg): Promise<void> {
+      if (!closingBatch) {
+        const batch: PacedMsg[] = [];
+        closingBatch = batch;
+        closingBatchHandedBack = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+          closingBatch = undefined;
+          return handBack(batch);
+        });
+      }
+      closingBatch.push(paced);
+      return closingBatchHandedBack;
+    }
 
     const stops = [] as (() => void | Promise<void>)[];
     if (service && !problem) {
@@ -362,9 +392,12 @@ export default function register(RED: NodeAPI): void {
       // held msgs due by now leave in turn with the incoming ones, not after the whole run of them;
       // not once the gate closes (a closing node's sends are dropped): the pacer hands those back
       if (!served.isClosing()) pacer.releaseDue();
+      const admitted = admit(msg, svc, settings, send, lineUp, seq);
+      admitting.set(seq, admitted);
       try {
-        await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
+        await admitted;
       } finally {
+        admitting.delete(seq);
         if (!served.isClosing()) pacer.releaseDue();
       }
     }
@@ -467,6 +500,9 @@ export default function register(RED: NodeAPI): void {
         return;
       }
       const tag = tags.of(ceilingKey(svc.settings.keyPrefix, sendData.org, scope));
+      const dueLocal = storeClock.toLocal(dueAt);
+      // a re-paced msg was held durably, and its old entry is acked once this returns: it is written again, however soon it is due
+      const durable = releaseIdKept !== undefined || dueLocal - preciseNow() >= IN_FLIGHT_MS;
       let held: DeferInput & { id: string };
       try {
         held = {
@@ -474,20 +510,16 @@ export default function register(RED: NodeAPI): void {
           // a gate that comes back within it re-paces it
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ABSENT_GATE_KEEP_MS,
           ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
-          msg: storedMsg(msg),
-          meta: {
-            ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs),
-            ...(releaseIdKept !== undefined ? { releaseId: releaseIdKept } : {}),
-          },
+          // a msg paced in process only leaves as it came (an http in's req and res too); it is copied as the queue keeps it only if handed back
+          msg: durable ? storedMsg(msg) : msg,
+          meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs), releaseId: releaseIdKept ?? pacedReleaseId() },
         };
       } catch (err) {
         // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant
         await giveBackInstant();
         throw err;
       }
-      const dueLocal = storeClock.toLocal(dueAt);
-      // a re-paced msg was held durably, and its old entry is acked once this returns: it is written again, however soon it is due
-      const paced: PacedMsg = { held, tag, seq, durable: releaseIdKept !== undefined || dueLocal - preciseNow() >= IN_FLIGHT_MS };
+      const paced: PacedMsg = { held, tag, seq, durable };
       if (paced.durable) {
         try {
           // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
@@ -506,7 +538,7 @@ export default function register(RED: NodeAPI): void {
       }
       svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
-      if (!pacer.add(dueLocal, paced)) await handBack([paced]);
+      if (!pacer.add(dueLocal, paced)) await handBackWithTurn(paced);
       else if (!paced.durable) inProcess++;
     }
 

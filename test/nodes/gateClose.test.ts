@@ -108,9 +108,23 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
       // skip: 500 pass at once, the rest are skipped; queue: 500 at once, the rest paced over 1.5 s
       const gate = { rate: 1000, burst: 500, disposition };
       // closed in the same tick: the burst is still in the intake, its reservations answered while the gate closes
+      let handBacks = 0;
+      let handedBack = 0;
       const { second, allowed, skipped } = await acrossFullDeploy(keyPrefix, { gate }, 2000, (first) => {
+        const deferrals = first.service.deferrals;
+        const handBack = deferrals.handBack.bind(deferrals);
+        deferrals.handBack = (g, items, retryForMs) => {
+          handBacks++;
+          handedBack += items.length;
+          return handBack(g, items, retryForMs);
+        };
         for (let i = 0; i < 2000; i++) first.send({ messageId: `b${i}`, recipient: `r${i}` });
       });
+      if (disposition === "queue") {
+        // the msgs reserved as the gate closes go back to the queue together, a store call per turn of the loop, not one each
+        assert.ok(handedBack > 1000, `${handedBack} handed back: the burst was not reserved during the close`);
+        assert.ok(handBacks <= 20, `${handBacks} hand-back calls for ${handedBack} msgs`);
+      }
       if (disposition === "skip") {
         assert.ok(allowed.length >= 500 && allowed.length < 2000, `${allowed.length} allowed`);
         assert.ok(skipped.every((m) => reasonOf(m) === "throughput_exceeded"), "skipped for the ceiling");

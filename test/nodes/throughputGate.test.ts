@@ -497,6 +497,26 @@ describe("throughput-gate", function () {
     assert.ok((admission(refused).retry_after_seconds as number) <= 0.1);
   });
 
+  it("lets a msg it paces in process only leave as it came: an http in's req and res are still on it", async () => {
+    // 20/s: the second msg is due 50 ms on, paced in this process, not written to the durable queue
+    const { out, send } = await deploy({ store: "memory", gate: { rate: 20, burst: 1, httpResponse: true } });
+    const exchange = (id: string) => {
+      const res: Record<string, unknown> = { _res: { id }, send: () => undefined };
+      res.self = res;
+      return { messageId: id, req: { id }, res };
+    };
+    send(exchange("now"));
+    send(exchange("paced"));
+    await out.until(2, 1000);
+    assert.equal(out.of("caught").length, 0);
+    const paced = out.of("allowed").find((m) => m.messageId === "paced") as Msg;
+    assert.ok(admission(paced).release_at, "paced, not let through at once");
+    const res = paced.res as Record<string, unknown> | undefined;
+    assert.equal(typeof res?.send, "function", "res is the http in's, which the http response node answers by");
+    assert.equal(res?.self, res);
+    assert.deepEqual(paced.req, { id: "paced" });
+  });
+
   it("takes msg.reset without the fields only a send needs (a cap-config with requireTier)", async () => {
     const { out, send } = await deploy({ store: "memory", config: { requireTier: true }, gate: { rate: 1, burst: 1 } });
     for (const m of msgs(3, "t")) send({ ...m, tier: "P2" });

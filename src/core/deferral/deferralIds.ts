@@ -59,6 +59,19 @@ export function collapseKeyOf(gate: string, org: string, recipientToken: string,
   return sha256(["collapse", gate, org, recipientToken, topic]);
 }
 
+let pacedReleaseSeq = 0;
+
+/**
+ * The release_id a throughput-gate gives a msg as it paces it, kept beside
+ * the msg (meta) so that every release of it says the same: unique like a
+ * paced id, and as long as a hashed one (32 hex digits), with no hash to
+ * compute per msg (at 10,000 msgs/s a sha256 each was a few % of the gate).
+ */
+export function pacedReleaseId(): string {
+  pacedReleaseSeq = (pacedReleaseSeq + 1) % Number.MAX_SAFE_INTEGER;
+  return `${PROCESS_NONCE}${pacedReleaseSeq.toString(16).padStart(20, "0")}`;
+}
+
 let parkedSeq = 0;
 
 /**
