@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Collector, flowNode, gateNodes, helper, reasonOf, TAB, type Msg } from "../support/nodeRed";
+import { Collector, flowNode, gateNodes, helper, reasonOf, redeploy, TAB, type Msg } from "../support/nodeRed";
 import throughputGate from "../../src/nodes/throughputGate";
 import { REDIS_URL, redisClient, dropPrefix, sleep, uniquePrefix } from "../support/redis";
 import { SlowLink } from "../support/slowLink";
@@ -167,7 +167,7 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     const out = new Collector(OUTPUTS);
     const service = (helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService;
     for (let i = 0; i < 3000; i++) helper.getNode("tp0")?.receive({ channel: "sms", messageId: `m${i}`, recipient: "same" });
-    await (helper as unknown as { setFlows(flows: object[], type: string): Promise<void> }).setFlows(flow("b"), "nodes");
+    await redeploy(flow("b"), "nodes");
     helper.getNode("tp0")?.receive({ channel: "sms", messageId: "last", recipient: "same" });
     await out.until(3001, 20_000);
     assert.equal(await service.deferrals.queueOf("tp0").size(), 0, "parked");
@@ -191,7 +191,7 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
       const first = new Collector(OUTPUTS);
       link.stallRequests(800);
       for (let i = 0; i < 2000; i++) helper.getNode("tp0")?.receive({ channel: "sms", messageId: `m${i}`, recipient: `r${i}` });
-      await (helper as unknown as { setFlows(flows: object[], type: string): Promise<void> }).setFlows(flow("b"), "nodes");
+      await redeploy(flow("b"), "nodes");
       // only "allowed" was replaced: the other helper nodes (and Catch) are the ones `first` listens to
       const second = new Collector(["allowed"]);
       const started = Date.now();
@@ -211,7 +211,7 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     await helper.load(nodes, flowOf(keyPrefix, {}, "frequency-cap-gate"));
     const out = new Collector(OUTPUTS);
     for (let i = 0; i < 2000; i++) helper.getNode("tp0")?.receive({ channel: "sms", messageId: `m${i}`, recipient: `r${i}` });
-    await (helper as unknown as { setFlows(flows: object[], type: string): Promise<void> }).setFlows(flowOf(keyPrefix, undefined, "frequency-cap-gate"), "nodes");
+    await redeploy(flowOf(keyPrefix, undefined, "frequency-cap-gate"), "nodes");
     await out.until(2000, 10_000);
     assertEachOnce(out.sequence.map((x) => String(x.msg.messageId)), 2000);
   });

@@ -12,6 +12,35 @@ helper.init(require.resolve("node-red"));
 export { helper };
 export const gateNodes = [capConfig, frequencyCapGate, suppressionGate, catchNode];
 
+/**
+ * Deploys `flows` (a "nodes" deploy restarts only the nodes that changed) and
+ * waits up to `timeoutMs` for them to start. The helper's own setFlows gives
+ * the start 300 ms from when the stop ends, which a loaded CI box overran
+ * ("timeout waiting event") while the stopped gate's last msgs were still
+ * reaching the nodes after it.
+ */
+export async function redeploy(flows: object[], type: "full" | "flows" | "nodes", timeoutMs = 10_000): Promise<void> {
+  const internals = helper as unknown as {
+    _redNodes: { setFlows(flows: object[], credentials: object, type: string): Promise<unknown> };
+    _events: { on(event: string, listener: () => void): void; off(event: string, listener: () => void): void };
+  };
+  let onStarted = (): void => undefined;
+  const started = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      internals._events.off("flows:started", onStarted);
+      reject(new Error(`the flows did not start within ${timeoutMs} ms of the deploy`));
+    }, timeoutMs);
+    onStarted = () => {
+      clearTimeout(timer);
+      internals._events.off("flows:started", onStarted);
+      resolve();
+    };
+    internals._events.on("flows:started", onStarted);
+  });
+  await internals._redNodes.setFlows(flows, {}, type);
+  await started;
+}
+
 /** A flow node must carry z, x, y or the runtime takes it for a config node. */
 export function flowNode<T extends Record<string, unknown>>(props: T): T & { z: string; x: number; y: number } {
   return { z: "tab1", x: 100, y: 100, ...props };
