@@ -11,7 +11,7 @@ import { gcraLimit, refundable, type GcraLimit } from "../core/throughput/gcra";
 import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../core/settingsChecks";
 import { Pacer } from "../core/throughput/pacer";
 import { RateMeter } from "../core/throughput/rateMeter";
-import { preciseNow, preciseToWall, StoreClock } from "../core/throughput/storeClock";
+import { LocalStoreClock, preciseNow, preciseToWall, StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
@@ -82,6 +82,20 @@ export function throughputSettings(def: ThroughputGateDef): ThroughputSettings {
  * queue's own pollers are never this late.
  */
 export const REPACE_AFTER_MS = 1_000;
+
+/** A re-paced msg was held: whichever way it leaves now, its admission says which holding it was. */
+function withReleaseId(admission: Admission, releaseIdKept: string | undefined): Admission {
+  if (releaseIdKept !== undefined) admission.release_id = releaseIdKept;
+  return admission;
+}
+
+/** every msg of an org-keyed ceiling has this scope: one object, not one per msg */
+const ORG_SCOPE: CeilingScope = Object.freeze({ kind: "org" });
+
+/** Gives back the instant a msg reserved and will not use (nothing is given back when something was reserved after it). */
+function giveBackReserved(svc: CapService, org: string, scope: CeilingScope, s: ThroughputSettings, reservedUs: number): Promise<unknown> {
+  return svc.throughput.refund(org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
+}
 
 /** A re-paced msg's gate closed before it could leave: it goes back to the queue. */
 class GateClosed extends Error {}
@@ -160,13 +174,23 @@ export default function register(RED: NodeAPI): void {
       ? fieldReader(RED, node, settings.key, settings.keyType)
       : undefined;
 
+    /** what msg.admission says of a ceiling, made once per ceiling seen (most flows pace one or a few), not per msg */
+    const ceilingInfos = new Map<string, CeilingInfo>();
     function ceilingOf(s: ThroughputSettings, label: string): CeilingInfo {
-      return { key: label, rate: s.rate, interval_seconds: s.intervalSeconds, burst: s.burst };
+      let info = ceilingInfos.get(label);
+      if (info === undefined) {
+        if (ceilingInfos.size >= 1_000) ceilingInfos.clear();
+        info = { key: label, rate: s.rate, interval_seconds: s.intervalSeconds, burst: s.burst };
+        ceilingInfos.set(label, info);
+      }
+      return info;
     }
 
     /** The ceiling a msg counts against: its org, its org and channel, or the key expression's value (within its org). */
+    // async on purpose: a burst's msgs ask the store only after the tick that took them in. Asked during it (made sync), the
+    // first reservation went to Redis at once and its answer was read only once the whole burst was in: StoreClock ran that late
     async function scopeOf(msg: NodeMessage, s: ThroughputSettings, channel: () => string): Promise<CeilingScope> {
-      if (s.keyType === "org") return { kind: "org" };
+      if (s.keyType === "org") return ORG_SCOPE;
       if (s.keyType === "channel") return { kind: "channel", channel: channel() };
       let value: unknown;
       try {
@@ -203,7 +227,10 @@ export default function register(RED: NodeAPI): void {
       meter.add();
       status.allowed();
       // the promise of its parking, should the gate be closing: the queue acks the held entry only once it is parked
-      return emit([msg, null, null], { ...holderOf(held, service as CapService), ...(held.expiresAt !== undefined ? { expiresAt: held.expiresAt } : {}) });
+      if (!served.isClosing()) return emit([msg, null, null]);
+      const whose: Whose = holderOf(held, service as CapService);
+      if (held.expiresAt !== undefined) whose.expiresAt = held.expiresAt;
+      return emit([msg, null, null], whose);
     }
 
     /** Gives back what earlier gates claimed for a held msg that will not go out (reset, expired). */
@@ -230,7 +257,7 @@ export default function register(RED: NodeAPI): void {
     };
     const tags = new TagCache();
     // the store's clock as this process reads it, and the timer by it: both on the same sub-ms local clock (their default)
-    const storeClock = new StoreClock();
+    const storeClock = service?.store.kind === "memory" ? new LocalStoreClock() : new StoreClock();
     /** acks of released msgs still on their way: a closing gate waits for them, else its msgs would come back after their lease */
     const acking = new Set<Promise<void>>();
     /** paced msgs held in process only (not durable): the status counts them with the queue's */
@@ -461,25 +488,23 @@ export default function register(RED: NodeAPI): void {
       const outcome = await svc.throughput.reserve(sendData.org, sendData.channel, scope, s.limit, maxWaitMs);
       if (releaseIdKept !== undefined && pacer.isStopped) throw new GateClosed();
       const now = new Date();
-      // a re-paced msg was held: whichever way it leaves now, it says which holding it was
-      const asHeld = (admission: Admission): Admission => (releaseIdKept === undefined ? admission : { ...admission, release_id: releaseIdKept });
       if (outcome instanceof StoreUnavailableError) {
-        msg.admission = asHeld(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome)));
+        msg.admission = withReleaseId(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }, undefined, failReason(outcome)), releaseIdKept);
         status.failOpen();
         send([msg, null, null]);
         return;
       }
       storeClock.observe(outcome.nowUs / 1000);
       if (!outcome.allowed) {
-        const refusal = asHeld(throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now },
-          s.disposition === "queue" ? maxWaitMs : undefined));
+        const refusal = withReleaseId(throughputAdmission(msg.admission, outcome.waitUs / 1000, ceiling, { gate: GATE, channel: sendData.channel, now },
+          s.disposition === "queue" ? maxWaitMs : undefined), releaseIdKept);
         await prepareRefusal(refusalCtx(svc), msg, refusal, sendData);
         send([null, msg, null]);
         return;
       }
       // a closing gate whose next node has stopped (a full deploy) hands a msg due now back with its instant, as a held one
       if (outcome.waitUs === 0 && !served.wouldPark(0)) {
-        msg.admission = asHeld(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }));
+        msg.admission = withReleaseId(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }), releaseIdKept);
         meter.add();
         status.allowed();
         send([msg, null, null]);
@@ -489,7 +514,7 @@ export default function register(RED: NodeAPI): void {
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const reservedUs = outcome.nowUs + outcome.waitUs;
       // a msg that will not use its instant gives it back, unless something was reserved after it
-      const giveBackInstant = (): Promise<unknown> => svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
+      const giveBackInstant = (): Promise<unknown> => giveBackReserved(svc, sendData.org, scope, s, reservedUs);
       if (sendData.expiresAt !== undefined && preciseToWall(storeClock.toLocal(dueAt)) > sendData.expiresAt) {
         // the wait was bounded from when the msg came in, the instant is the store's: a reservation that reached it late
         // can lie past the msg's expiresAt, where it would never leave. Given back, and skipped now as a wait too long
@@ -509,11 +534,11 @@ export default function register(RED: NodeAPI): void {
           id: pacedMsgId(tag, reservedUs), gate: node.id, dueAt,
           // a gate that comes back within it re-paces it
           deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ABSENT_GATE_KEEP_MS,
-          ...(sendData.expiresAt !== undefined ? { expiresAt: sendData.expiresAt } : {}),
           // a msg paced in process only leaves as it came (an http in's req and res too); it is copied as the queue keeps it only if handed back
           msg: durable ? storedMsg(msg) : msg,
           meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs), releaseId: releaseIdKept ?? pacedReleaseId() },
         };
+        if (sendData.expiresAt !== undefined) held.expiresAt = sendData.expiresAt;
       } catch (err) {
         // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant
         await giveBackInstant();
@@ -536,7 +561,7 @@ export default function register(RED: NodeAPI): void {
           holdFaults.failed(err);
         }
       }
-      svc.metrics.gate(node.id, GATE).heldFor("throughput_exceeded");
+      metrics?.counts.heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
       if (!pacer.add(dueLocal, paced)) await handBackWithTurn(paced);
       else if (!paced.durable) inProcess++;

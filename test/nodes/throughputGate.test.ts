@@ -497,6 +497,28 @@ describe("throughput-gate", function () {
     assert.ok((admission(refused).retry_after_seconds as number) <= 0.1);
   });
 
+  it("paces by the memory store's own clock: an answer read 150 ms after the store computed it does not make its held msgs leave 150 ms late", async () => {
+    // 5/s: the held msgs are due 200, 400, 600, 800 ms on, past the stall, so each can leave at its instant
+    const { out, send } = await deploy({ store: "memory", gate: { rate: 5, burst: 1 } });
+    const store = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).store;
+    const throughput = store.throughput.bind(store);
+    let calls = 0;
+    store.throughput = async (requests) => {
+      const answers = await throughput(requests);
+      // the loop is busy (a burst's receives, a GC pause) between the store reading its clock and the gate reading the answer
+      if (calls++ === 0) for (const until = Date.now() + 150; Date.now() < until;);
+      return answers;
+    };
+    const releases: Release[] = [];
+    helper.getNode("allowed")?.on("input", recordReleases(releases));
+    for (const m of msgs(5)) send(m);
+    await out.until(5, 3000);
+    const held = releases.filter((r) => r.due !== undefined);
+    assert.equal(held.length, 4);
+    const late = held.map((r) => r.at - (r.due as number));
+    assert.ok(Math.max(...late) < 60, `held msgs left ${late.join(", ")} ms after their instants`);
+  });
+
   it("lets a msg it paces in process only leave as it came: an http in's req and res are still on it", async () => {
     // 20/s: the second msg is due 50 ms on, paced in this process, not written to the durable queue
     const { out, send } = await deploy({ store: "memory", gate: { rate: 20, burst: 1, httpResponse: true } });

@@ -50,6 +50,22 @@ export class StoreClock {
 }
 
 /**
+ * The clock of a store in this process (the memory store reads
+ * performance.timeOrigin + performance.now(), to the whole ms): store time is
+ * local time, so there is no offset to learn. Learnt, it went wrong whenever a
+ * gate's first answers were all read late (the loop busy with a burst's
+ * receives, a GC pause): read 150 ms late, the gate took the store to run
+ * 150 ms behind and paced every msg 150 ms late until a prompt answer came.
+ */
+export class LocalStoreClock extends StoreClock {
+  override observe(): void {}
+
+  override get offsetMs(): number {
+    return 0;
+  }
+}
+
+/**
  * A preciseNow() instant read on Date.now()'s clock, which a msg's expiresAt
  * and the release's expiry check use. The two part when the system clock is
  * stepped after this process started (performance.now() never steps): a msg
