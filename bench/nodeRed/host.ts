@@ -1,7 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { packageRoot } from "../packageRoot";
+import { FLOOR_PACER } from "../throughput/floorPacer";
 import { loadNodeRed, type EmbeddedRed, type FlowsStartedEvent, type LogEntry } from "./embeddedRed";
 
 /** A Node-RED runtime embedded in this process, with this package's nodes loaded. */
@@ -13,16 +14,30 @@ export interface NodeRedHost {
 const FIRST_START_MS = 15_000;
 
 /**
+ * A node module of the bench's own in `userDir`: the reference pacer
+ * (floorPacer), which the package does not ship, loaded as Node-RED loads any
+ * module (a folder whose package.json has a "node-red" section).
+ */
+async function benchNodes(userDir: string): Promise<string> {
+  const dir = join(userDir, "bench-nodes");
+  await mkdir(dir);
+  await writeFile(join(dir, "package.json"), JSON.stringify({ name: "sendgate-bench-nodes", version: "0.0.0", "node-red": { nodes: { [FLOOR_PACER]: "floorPacer.js" } } }));
+  await writeFile(join(dir, "floorPacer.js"), `module.exports = require(${JSON.stringify(require.resolve("../throughput/floorPacer"))}).default;\n`);
+  return dir;
+}
+
+/**
  * Starts Node-RED as a library: a throwaway userDir, no HTTP at all, and this
- * package as the only extra node module (`nodesDir` at the package root, so the
- * runtime reads its package.json "node-red" section like an installed module).
+ * package as the extra node module (`nodesDir` at the package root, so the
+ * runtime reads its package.json "node-red" section like an installed module),
+ * beside the bench's own reference nodes.
  */
 export async function startNodeRed(): Promise<NodeRedHost> {
   const userDir = await mkdtemp(join(tmpdir(), "sgbench-nr-"));
   const red = loadNodeRed();
   red.init({
     userDir,
-    nodesDir: [packageRoot()],
+    nodesDir: [packageRoot(), await benchNodes(userDir)],
     flowFile: "flows.json",
     httpAdminRoot: false,
     httpNodeRoot: false,

@@ -6,6 +6,7 @@ import type { StoreKind } from "../scenarios";
 import { summarize } from "../stats";
 import { wallClock } from "../load/wallClock";
 import { preciseNow } from "../../src/core/throughput/storeClock";
+import { FLOOR_PACER } from "./floorPacer";
 
 /** The gate in skip mode: how many msgs a second it judges (all handed over with a bound on msgs in flight). */
 export interface SkipRow {
@@ -169,6 +170,26 @@ async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number
   return pacingRow(`throughput-gate queue (${store})${times === 1 ? ", offered 1×" : ""}`, rate, offered, late, at, offerEnd);
 }
 
+/** The reference pacer (floorPacer: the same GCRA in memory, nothing else) at `rate`, offered as the gate is: its lateness is the floor. */
+async function floorPacing(ctx: ThroughputContext, rate: number, times = 2): Promise<PacingRow> {
+  const bench = await deploy(ctx.red, "memory", ctx, { type: FLOOR_PACER, rate }, ["allowed"]);
+  const late: number[] = [];
+  const at: number[] = [];
+  let out = 0;
+  bench.on("allowed", (msg, when) => {
+    out++;
+    const releaseAt = (msg as { admission?: { release_at?: string } }).admission?.release_at;
+    if (releaseAt === undefined) return;
+    late.push(when - Date.parse(releaseAt));
+    at.push(when);
+  });
+  collectGarbage();
+  const offerEnd = bench.now() + OFFER_MS;
+  const offered = await offer(bench.input, rate, times);
+  await until(() => out >= offered, DRAIN_LIMIT_MS);
+  return pacingRow(`floor: a bare in-process pacer${times === 1 ? ", offered 1×" : ""}`, rate, offered, late, at, offerEnd);
+}
+
 /** The core delay node, rate-limit mode, all msgs in one stream (not per topic), none dropped: the same offer. */
 async function delayPacing(ctx: ThroughputContext, rate: number): Promise<PacingRow> {
   const bench = await deploy(ctx.red, "memory", ctx, {
@@ -206,6 +227,8 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip:
   }
   const pacing: PacingRow[] = [];
   for (const rate of PACING_RATES) {
+    ctx.progress(`throughput: the floor (a bare in-process pacer) at ${rate}/s`);
+    pacing.push(await floorPacing(ctx, rate), await floorPacing(ctx, rate, 1));
     for (const store of STORES) {
       ctx.progress(`throughput: queue mode at ${rate}/s (${store})`);
       pacing.push(await gatePacing(ctx, store, rate));
