@@ -59,6 +59,8 @@ export function collapseKeyOf(gate: string, org: string, recipientToken: string,
   return sha256(["collapse", gate, org, recipientToken, topic]);
 }
 
+/** this process's part of the release ids it makes for paced msgs: 64 random bits, so two processes never share one */
+const RELEASE_NONCE = randomBytes(8).toString("hex");
 let pacedReleaseSeq = 0;
 
 /**
@@ -69,7 +71,7 @@ let pacedReleaseSeq = 0;
  */
 export function pacedReleaseId(): string {
   pacedReleaseSeq = (pacedReleaseSeq + 1) % Number.MAX_SAFE_INTEGER;
-  return `${PROCESS_NONCE}${pacedReleaseSeq.toString(16).padStart(20, "0")}`;
+  return `${RELEASE_NONCE}${pacedReleaseSeq.toString(16).padStart(16, "0")}`;
 }
 
 let parkedSeq = 0;
