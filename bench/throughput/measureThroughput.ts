@@ -145,12 +145,14 @@ async function offer(input: Node, rate: number, times = 2): Promise<number> {
 }
 
 /**
- * Queue mode at `rate`/s, burst 1: every held msg's lateness against its
- * reserved instant (release_at), with twice the rate offered (a queue builds
- * and drains) or, `times` 1, the rate itself (msgs wait up to a slice).
+ * A pacer that stamps each held msg with its reserved instant (release_at) at
+ * `rate`/s: every held msg's lateness against it, with twice the rate offered
+ * (a queue builds and drains) or, `times` 1, the rate itself (msgs wait up to a slice).
  */
-async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number, times = 2): Promise<PacingRow> {
-  const bench = await deploy(ctx.red, store, ctx, { type: "throughput-gate", rate, burst: 1, disposition: "queue", maxWait: 60 }, ["allowed", "skipped"]);
+async function instantPacing(
+  ctx: ThroughputContext, store: StoreKind, node: Record<string, unknown>, who: string, rate: number, times: number,
+): Promise<PacingRow> {
+  const bench = await deploy(ctx.red, store, ctx, node, ["allowed", "skipped"]);
   const late: number[] = [];
   const at: number[] = [];
   let out = 0;
@@ -167,27 +169,17 @@ async function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number
   const offerEnd = bench.now() + OFFER_MS;
   const offered = await offer(bench.input, rate, times);
   await until(() => out >= offered, DRAIN_LIMIT_MS);
-  return pacingRow(`throughput-gate queue (${store})${times === 1 ? ", offered 1×" : ""}`, rate, offered, late, at, offerEnd);
+  return pacingRow(`${who}${times === 1 ? ", offered 1×" : ""}`, rate, offered, late, at, offerEnd);
 }
 
-/** The reference pacer (floorPacer: the same GCRA in memory, nothing else) at `rate`, offered as the gate is: its lateness is the floor. */
-async function floorPacing(ctx: ThroughputContext, rate: number, times = 2): Promise<PacingRow> {
-  const bench = await deploy(ctx.red, "memory", ctx, { type: FLOOR_PACER, rate }, ["allowed"]);
-  const late: number[] = [];
-  const at: number[] = [];
-  let out = 0;
-  bench.on("allowed", (msg, when) => {
-    out++;
-    const releaseAt = (msg as { admission?: { release_at?: string } }).admission?.release_at;
-    if (releaseAt === undefined) return;
-    late.push(when - Date.parse(releaseAt));
-    at.push(when);
-  });
-  collectGarbage();
-  const offerEnd = bench.now() + OFFER_MS;
-  const offered = await offer(bench.input, rate, times);
-  await until(() => out >= offered, DRAIN_LIMIT_MS);
-  return pacingRow(`floor: a bare in-process pacer${times === 1 ? ", offered 1×" : ""}`, rate, offered, late, at, offerEnd);
+/** The gate in queue mode at `rate`/s, burst 1. */
+function gatePacing(ctx: ThroughputContext, store: StoreKind, rate: number, times = 2): Promise<PacingRow> {
+  return instantPacing(ctx, store, { type: "throughput-gate", rate, burst: 1, disposition: "queue", maxWait: 60 }, `throughput-gate queue (${store})`, rate, times);
+}
+
+/** The reference pacer (floorPacer: the same GCRA in memory, nothing else), offered as the gate is: its lateness is the floor. */
+function floorPacing(ctx: ThroughputContext, rate: number, times = 2): Promise<PacingRow> {
+  return instantPacing(ctx, "memory", { type: FLOOR_PACER, rate }, "floor: a bare in-process pacer", rate, times);
 }
 
 /** The core delay node, rate-limit mode, all msgs in one stream (not per topic), none dropped: the same offer. */
