@@ -92,11 +92,6 @@ function withReleaseId(admission: Admission, releaseIdKept: string | undefined):
 /** every msg of an org-keyed ceiling has this scope: one object, not one per msg */
 const ORG_SCOPE: CeilingScope = Object.freeze({ kind: "org" });
 
-/** Gives back the instant a msg reserved and will not use (nothing is given back when something was reserved after it). */
-function giveBackReserved(svc: CapService, org: string, scope: CeilingScope, s: ThroughputSettings, reservedUs: number): Promise<unknown> {
-  return svc.throughput.refund(org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
-}
-
 /** A re-paced msg's gate closed before it could leave: it goes back to the queue. */
 class GateClosed extends Error {}
 
@@ -419,12 +414,9 @@ export default function register(RED: NodeAPI): void {
       // held msgs due by now leave in turn with the incoming ones, not after the whole run of them;
       // not once the gate closes (a closing node's sends are dropped): the pacer hands those back
       if (!served.isClosing()) pacer.releaseDue();
-      const admitted = admit(msg, svc, settings, send, lineUp, seq);
-      admitting.set(seq, admitted);
       try {
-        await admitted;
+        await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
       } finally {
-        admitting.delete(seq);
         if (!served.isClosing()) pacer.releaseDue();
       }
     }
@@ -514,7 +506,7 @@ export default function register(RED: NodeAPI): void {
       const dueAt = Math.ceil((outcome.nowUs + outcome.waitUs) / 1000);
       const reservedUs = outcome.nowUs + outcome.waitUs;
       // a msg that will not use its instant gives it back, unless something was reserved after it
-      const giveBackInstant = (): Promise<unknown> => giveBackReserved(svc, sendData.org, scope, s, reservedUs);
+      const giveBackInstant = (): Promise<unknown> => svc.throughput.refund(sendData.org, scope, s.limit, { count: 1, lastUs: reservedUs }).catch(() => undefined);
       if (sendData.expiresAt !== undefined && preciseToWall(storeClock.toLocal(dueAt)) > sendData.expiresAt) {
         // the wait was bounded from when the msg came in, the instant is the store's: a reservation that reached it late
         // can lie past the msg's expiresAt, where it would never leave. Given back, and skipped now as a wait too long
