@@ -120,7 +120,8 @@ async function main(): Promise<void> {
       console.log(skipTable(throughputRows.skip));
       console.log("");
       console.log("pacing: twice the asked rate offered for 1 s in 2 ms slices (\"offered 1×\": the asked rate itself); the gate in queue mode (burst 1) releases each held msg at its reserved instant, "
-        + "late = actual − release_at (released: the held msgs); the delay node (rate limit, all msgs, none dropped), late = actual − (first + i / rate); at most 4 s to drain; "
+        + "late = actual − release_at (released: the held msgs); the floor, a bare in-process pacer of the bench's own (the same GCRA, one timer, nothing else), likewise; "
+        + "the delay node (rate limit, all msgs, none dropped), late = actual − (first + i / rate); at most 4 s to drain; "
         + "\"while offered\": released during the 1 s msgs arrive (taking them in shares the event loop), \"after\": the rest");
       console.log("");
       console.log(pacingTable(throughputRows.pacing));
