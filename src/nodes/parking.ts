@@ -74,31 +74,17 @@ export function parkedEntry(gate: string, item: ParkedItem, now: number, lasts =
 }
 
 /**
- * A gate's Park: its msgs into its durable queue, those of one tick in one
- * call (a burst judged as the gate closes parks thousands). Rejects with why
- * when the store did not take them; the gate then sends them all the same.
- * `lasts`: the gate's verdicts hold however late they leave (PARKED_FRESH_MS).
+ * A gate's Park: its msgs into its durable queue, those of one turn of the
+ * loop in one call (Deferrals.handBackInTurn: a burst judged as the gate
+ * closes parks thousands). Rejects with why when the store did not take them;
+ * the gate then sends them all the same. `lasts`: the gate's verdicts hold
+ * however late they leave (PARKED_FRESH_MS).
  */
-export function parkInQueue(deferrals: Pick<Deferrals, "handBack">, gate: string, lasts = false): Park {
-  let batch: { entries: (DeferInput & { id: string })[]; done: Promise<ReadonlySet<string> | Error> } | undefined;
+export function parkInQueue(deferrals: Pick<Deferrals, "handBackInTurn">, gate: string, lasts = false): Park {
   return async (items) => {
     const now = Date.now();
-    const entries = items.map((item) => parkedEntry(gate, item, now, lasts));
-    if (!batch) {
-      const current: { entries: (DeferInput & { id: string })[]; done?: Promise<ReadonlySet<string> | Error> } = { entries: [] };
-      current.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        batch = undefined;
-        const failed = await deferrals.handBack(gate, current.entries.map((entry) => ({ entry })));
-        if (!failed) return new Set<string>();
-        if (failed.left.length === current.entries.length) return failed.error;
-        return new Set(failed.left.map((item) => (item.entry as { id: string }).id));
-      });
-      batch = current as NonNullable<typeof batch>;
-    }
-    batch.entries.push(...entries);
-    const answer = await batch.done;
-    if (answer instanceof Error) throw answer;
-    if (entries.some((entry) => answer.has(entry.id))) throw new Error("the store did not take it back");
+    const failed = await deferrals.handBackInTurn(gate, items.map((item) => ({ entry: parkedEntry(gate, item, now, lasts) })));
+    if (failed) throw failed.error;
   };
 }
 

@@ -304,7 +304,8 @@ export default function register(RED: NodeAPI): void {
           node.error(`closed holding a msg paced in process only that the queue cannot keep (${(err as Error).message}): it is lost`, p.held.msg);
         }
       }
-      const failed = await service?.deferrals.handBack(node.id, items);
+      // the msgs a closing gate reserves in one turn (a burst still in its intake) go back together
+      const failed = await service?.deferrals.handBackInTurn(node.id, items);
       if (!failed) return;
       // a msg paced in process only has no lease to come back by: say which are lost
       const left = new Set(failed.left.map((item) => item.entry));
@@ -313,21 +314,6 @@ export default function register(RED: NodeAPI): void {
       const ids = lost.map((p) => String((p.held.msg as { messageId?: unknown }).messageId ?? p.held.id));
       node.error(`closed holding ${lost.length} msg(s) paced in process only, and the store did not take them back (${failed.error.message}): they are lost (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
     };
-    /** the msgs a closing gate reserved in this turn of the loop (a burst still in its intake): handed back together, one store call */
-    let closingBatch: PacedMsg[] | undefined;
-    let closingBatchHandedBack: Promise<void> = Promise.resolve();
-    function handBackWithTurn(paced: PacedMsg): Promise<void> {
-      if (!closingBatch) {
-        const batch: PacedMsg[] = [];
-        closingBatch = batch;
-        closingBatchHandedBack = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-          closingBatch = undefined;
-          return handBack(batch);
-        });
-      }
-      closingBatch.push(paced);
-      return closingBatchHandedBack;
-    }
 
     const stops = [] as (() => void | Promise<void>)[];
     if (service && !problem) {
@@ -555,7 +541,7 @@ export default function register(RED: NodeAPI): void {
       }
       metrics?.counts.heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
-      if (!pacer.add(dueLocal, paced)) await handBackWithTurn(paced);
+      if (!pacer.add(dueLocal, paced)) await handBack([paced]);
       else if (!paced.durable) inProcess++;
     }
 

@@ -106,6 +106,29 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
       assert.deepEqual(warnings, []);
     });
 
+    it("hands back what a gate gives back in one turn in one queue call: 2,000 msgs one by one, each caller told only of its own msg left", async () => {
+      const deferrals = start();
+      const queue = deferrals.queueOf("g");
+      const deferMany = queue.deferMany.bind(queue);
+      let calls = 0;
+      queue.deferMany = (items) => {
+        calls++;
+        return deferMany(items);
+      };
+      const now = Date.now();
+      const answers = await Promise.all(Array.from({ length: 2000 }, (_, i) => deferrals.handBackInTurn("g", [{ entry: held("g", `m${i}`, { dueAt: now + 60_000 }) }])));
+      assert.equal(calls, 1);
+      assert.ok(answers.every((a) => a === undefined));
+      assert.equal(await queue.size(), 2000);
+      // one the queue refuses (tried again for 5 s): only its caller hears of it, with its own msg
+      calls = 0;
+      const bad = { entry: held("g", "bad", { dueAt: Number.NaN }) };
+      const [good, refused] = await Promise.all([deferrals.handBackInTurn("g", [{ entry: held("g", "ok", { dueAt: now + 60_000 }) }]), deferrals.handBackInTurn("g", [bad])]);
+      assert.equal(good, undefined);
+      assert.deepEqual(refused?.left, [bad]);
+      assert.equal(await queue.size(), 2001);
+    });
+
     it("drops, naming them, the msgs a gate handed back as it closed for good (it never ran again) once past their deadline", async () => {
       const warnings: string[] = [];
       const deferrals = start(warnings);

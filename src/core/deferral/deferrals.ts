@@ -79,6 +79,8 @@ export class Deferrals {
   private readonly timers: NodeJS.Timeout[] = [];
   /** gates that held msgs in this process: they say they run here (a gate that never held has nothing to orphan) */
   private readonly holding = new Set<string>();
+  /** per gate, the hand-backs made in this turn of the loop (handBackInTurn): they go to its queue in one call */
+  private readonly turns = new Map<string, { items: Omit<DeferItem, "leaseUntil">[]; done: Promise<HandBackFailure | undefined> }>();
   /** gates that closed leaving msgs in their queues and were told to the registry, since they last ran here */
   private readonly toldClosed = new Set<string>();
   private readonly polling: { leaseMs: number; batch: number; idleMs: number };
@@ -261,6 +263,32 @@ export class Deferrals {
     const failed = await ackReleased(this.queueOf(gate), ids, () => (this.closing ? 0 : until));
     if (failed) this.warnOnce(`defer queue of gate ${gate}: ${failed.message}`);
     else this.sizeChanged(gate);
+  }
+
+  /**
+   * handBack, with every hand-back a gate makes in one turn of the loop going
+   * to its queue in one call: a closing gate parks or hands back each msg of
+   * a burst on its own as it judges it (a store call each, 2,001 for a
+   * 2,000-msg burst). Each caller learns only of its own items left.
+   */
+  handBackInTurn(gate: string, items: readonly Omit<DeferItem, "leaseUntil">[]): Promise<HandBackFailure | undefined> {
+    let turn = this.turns.get(gate);
+    if (!turn) {
+      const gathering: { items: Omit<DeferItem, "leaseUntil">[]; done?: Promise<HandBackFailure | undefined> } = { items: [] };
+      gathering.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.turns.delete(gate);
+        return this.handBack(gate, gathering.items);
+      });
+      turn = gathering as { items: Omit<DeferItem, "leaseUntil">[]; done: Promise<HandBackFailure | undefined> };
+      this.turns.set(gate, turn);
+    }
+    turn.items.push(...items);
+    return turn.done.then((failed) => {
+      if (!failed) return undefined;
+      const mine = new Set(items);
+      const left = failed.left.filter((item) => mine.has(item));
+      return left.length === 0 ? undefined : { error: failed.error, left };
+    });
   }
 
   /**
