@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from "./errors";
+import { SendFieldError, StoreUnavailableError } from "./errors";
 
 /** Redis replies that say the server itself is unwell (not that one call was wrong). */
 const UNWELL_REPLIES = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|READONLY|NOREPLICAS|MISCONF)\b/;
@@ -20,8 +20,8 @@ export function isStoreFault(err: unknown): boolean {
     return err.cause === undefined || isStoreFault(err.cause);
   }
   if (isReplyError(err)) return UNWELL_REPLIES.test((err as Error).message);
-  // our own refusal of an item's arguments, not the store's doing
-  if (err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError) return false;
+  // our own refusal of an item's arguments (or a msg's: one the queue cannot hold), not the store's doing
+  if (err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError || err instanceof SendFieldError) return false;
   return true;
 }
 

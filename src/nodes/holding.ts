@@ -29,8 +29,17 @@ export interface HoldingContext extends RefusalContext {
  * BigInt) is that msg's own problem: it goes to Catch, naming why.
  */
 export function storedMsg(msg: AdmittedMsg): Record<string, unknown> {
+  return storedCopy("msg", queuedForm(msg));
+}
+
+/**
+ * The msg as the queue is given it to keep, not copied (the queue's own JSON
+ * is the copy): without an http in's req and res, which JSON cannot hold.
+ */
+export function queuedForm(msg: AdmittedMsg): Record<string, unknown> {
+  if (!Object.hasOwn(msg, "req") && !Object.hasOwn(msg, "res")) return msg;
   const { req: _req, res: _res, ...rest } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
-  return storedCopy("msg", rest);
+  return rest;
 }
 
 /** What a JSON round trip keeps of `value`; one JSON cannot hold is refused naming `field`. */

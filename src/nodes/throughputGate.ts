@@ -17,7 +17,7 @@ import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/
 import type { CapConfigNode } from "./capConfig";
 import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate } from "./gateNode";
 import { GateStatus } from "./gateStatus";
-import { storedMsg } from "./holding";
+import { queuedForm, storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
 import { ABSENT_GATE_KEEP_MS, parkedOutput, parkedWhose, releaseParked, type Whose } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
@@ -298,7 +298,9 @@ export default function register(RED: NodeAPI): void {
       const items: { entry: DeferredMsg; tag: string }[] = [];
       for (const p of paced) {
         try {
-          items.push({ entry: p.durable ? p.held : { ...p.held, msg: storedMsg(p.held.msg as AdmittedMsg) }, tag: p.tag });
+          // a durable msg's JSON was taken once already (its hold): it is handed back as it is
+          const msg = p.durable ? queuedForm(p.held.msg as AdmittedMsg) : storedMsg(p.held.msg as AdmittedMsg);
+          items.push({ entry: msg === p.held.msg ? p.held : { ...p.held, msg }, tag: p.tag });
           kept.push(p);
         } catch (err) {
           node.error(`closed holding a msg paced in process only that the queue cannot keep (${(err as Error).message}): it is lost`, p.held.msg);
@@ -506,30 +508,25 @@ export default function register(RED: NodeAPI): void {
       const dueLocal = storeClock.toLocal(dueAt);
       // a re-paced msg was held durably, and its old entry is acked once this returns: it is written again, however soon it is due
       const durable = releaseIdKept !== undefined || dueLocal - preciseNow() >= IN_FLIGHT_MS;
-      let held: DeferInput & { id: string };
-      try {
-        held = {
-          id: pacedMsgId(tag, reservedUs), gate: node.id, dueAt,
-          // a gate that comes back within it re-paces it
-          deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ABSENT_GATE_KEEP_MS,
-          // a msg paced in process only leaves as it came (an http in's req and res too); it is copied as the queue keeps it only if handed back
-          msg: durable ? storedMsg(msg) : msg,
-          meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs), releaseId: releaseIdKept ?? pacedReleaseId() },
-        };
-        if (sendData.expiresAt !== undefined) held.expiresAt = sendData.expiresAt;
-      } catch (err) {
-        // the msg cannot be held (its own bad input): it goes to Catch and will not use its instant
-        await giveBackInstant();
-        throw err;
-      }
+      const held: DeferInput & { id: string } = {
+        id: pacedMsgId(tag, reservedUs), gate: node.id, dueAt,
+        // a gate that comes back within it re-paces it
+        deferrals: 1, firstDeferredAt: now.getTime(), deadline: dueAt + ABSENT_GATE_KEEP_MS,
+        // the gate releases the msg itself, as it came (an http in's req and res too): the queue's JSON of it is the only copy
+        msg,
+        meta: { ceiling: label, recipient: sendData.recipient, org: sendData.org, reservedUs: String(reservedUs), releaseId: releaseIdKept ?? pacedReleaseId() },
+      };
+      if (sendData.expiresAt !== undefined) held.expiresAt = sendData.expiresAt;
       const paced: PacedMsg = { held, tag, seq, durable };
       if (paced.durable) {
         try {
           // held durably but leased to this gate, which releases it by its own timer: no poller round trip between the instant and the msg
-          await svc.deferrals.hold(held, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
+          const queued = queuedForm(msg);
+          await svc.deferrals.hold(queued === msg ? held : { ...held, msg: queued }, { tag, leaseUntil: dueAt + svc.deferrals.leaseMs });
           holdFaults.recovered();
         } catch (err) {
           if (!(err instanceof StoreUnavailableError)) {
+            // the msg cannot be held (its own bad input, a msg JSON cannot hold): it goes to Catch and will not use its instant
             await giveBackInstant();
             throw err;
           }

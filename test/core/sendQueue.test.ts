@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import { StoreUnavailableError } from "../../src/core/errors";
+import { SendFieldError, StoreUnavailableError } from "../../src/core/errors";
 import { StoreAccess } from "../../src/core/storeAccess";
 import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
 import { RedisStore } from "../../src/core/stores/redisStore";
@@ -207,6 +207,21 @@ describe("core/sendQueue against a real Redis", function () {
     await assert.rejects(refused as Promise<unknown>, (err: StoreUnavailableError) => err.kind === "overloaded");
     assert.equal(q.warnings.filter((w) => w.includes("maxQueued")).length, 1, "the refused msg's turn is its episode's tail, not a new one");
     await q.store.close();
+  });
+
+  it("answers an item's own refusal (a msg the queue cannot hold) as that item's answer: the breaker neither counts it nor forgets the faults before it", async () => {
+    const store = new RedisStore({ url: own.url });
+    const access = new StoreAccess(store, { failMode: "open", timeoutMs: 1000, maxQueued: 1000, warn: () => undefined });
+    // each call answers as the item says: a store fault, the item's own refusal, or a result
+    const lane = access.lane<string, string | SendFieldError>("hold", async (_s, items) => items.map((item) => (
+      item === "fault" ? new StoreUnavailableError("timeout", "store timeout") : item === "refused" ? new SendFieldError("msg", "cannot be held") : item)));
+    const answers: unknown[] = [];
+    for (const item of ["fault", "fault", "refused", "refused", "fault"]) {
+      answers.push(await access.submit(lane, item).catch((err: unknown) => err));
+    }
+    assert.ok(answers[2] instanceof SendFieldError, "the refused item is answered with its own error, not a store failure");
+    assert.equal(access.breaker.isOpen(), true, "three store faults in a row open it: the refusals between them neither count nor reset the count");
+    await store.close();
   });
 
   it("under a stalled Redis (DEBUG SLEEP 0.5), times each call from when it was sent, then short-circuits until a probe succeeds", async () => {

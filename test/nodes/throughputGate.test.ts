@@ -539,6 +539,56 @@ describe("throughput-gate", function () {
     assert.deepEqual(paced.req, { id: "paced" });
   });
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`lets a msg it holds durably leave as it came when it releases it itself (${store}): req and res still on it, the queue keeping a copy without them`, async () => {
+      // 4/s: the second msg is due 250 ms on, past IN_FLIGHT_MS: written to the durable queue, and released by this gate's timer
+      const { out, send } = await deploy({ store, gate: { rate: 4, burst: 1, httpResponse: true } });
+      const exchange = (id: string) => {
+        const res: Record<string, unknown> = { _res: { id }, send: () => undefined };
+        res.self = res;
+        return { messageId: id, req: { id }, res, payload: { n: 1 } };
+      };
+      const gate = helper.getNode("tp0") as unknown as { id: string };
+      const deferrals = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals;
+      send(exchange("now"));
+      const held = exchange("held");
+      send(held);
+      await sleep(150);
+      assert.equal(await deferrals.queueOf(gate.id).size(), 1, "held in the durable queue while it waits");
+      await out.until(2, 1500);
+      assert.equal(out.of("caught").length, 0);
+      const released = out.of("allowed").find((m) => m.messageId === "held") as Msg;
+      assert.ok(admission(released).release_at, "held, not let through at once");
+      assert.equal(released.res, held.res, "the http in's res, which the http response node answers by");
+      assert.deepEqual(released.req, { id: "held" });
+      assert.deepEqual(released.payload, { n: 1 });
+    });
+
+    it(`sends 20 msgs it cannot hold durably (circular) to Catch (${store}), and the next one is paced by a healthy store, not failed open`, async () => {
+      // 2/s: each circular msg is due 500 ms or more on (durable); the queue's JSON of it fails, as that msg's own error
+      const { out, send } = await deploy({ store, gate: { rate: 2, burst: 1 } });
+      send({ messageId: "first" });
+      // one after another, "in a row": each gives its instant back, as the last one reserved
+      for (let i = 0; i < 20; i++) {
+        const loop: Record<string, unknown> = { messageId: `loop${i}` };
+        loop.self = loop;
+        send(loop);
+        await out.until(2 + i, 3000);
+      }
+      const caught = out.of("caught");
+      assert.equal(caught.length, 20);
+      assert.ok(caught.every((c) => /msg: cannot be held in the defer queue.*circular/i.test(String((c.error as { message: string }).message))), String((caught[0]?.error as { message: string } | undefined)?.message));
+      assert.deepEqual(caught.map((c) => ((c as Msg & { self?: Msg }).self as Msg | undefined)?.messageId), caught.map((c) => c.messageId), "Catch gets each msg intact, its loop too");
+      send({ messageId: "next" });
+      await out.until(22, 3000);
+      const next = out.of("allowed").find((m) => m.messageId === "next") as Msg;
+      assert.equal(admission(next).reason, undefined, "a real reservation, not fail_open or circuit_open");
+      assert.ok(admission(next).release_at, "paced behind the first (the circular msgs gave their instants back)");
+      const config = helper.getNode("cfg0") as unknown as CapConfigNode;
+      assert.equal((config.service as CapService).access.breaker.isOpen(), false);
+    });
+  }
+
   it("takes msg.reset without the fields only a send needs (a cap-config with requireTier)", async () => {
     const { out, send } = await deploy({ store: "memory", config: { requireTier: true }, gate: { rate: 1, burst: 1 } });
     for (const m of msgs(3, "t")) send({ ...m, tier: "P2" });

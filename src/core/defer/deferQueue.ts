@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { SendFieldError } from "../errors";
 
 /** One msg held by a gate's defer queue (SPEC §6). All of it is JSON. */
 export interface DeferredMsg {
@@ -149,6 +150,19 @@ export function prepareDeferral(entry: DeferInput): { id: string; releaseAt: num
   const id = entry.id !== undefined && entry.id !== "" ? entry.id : randomUUID();
   const releaseAt = Math.floor(entry.expiresAt === undefined ? entry.dueAt : Math.min(entry.dueAt, entry.expiresAt));
   return { id, releaseAt, stored: { ...entry, id } };
+}
+
+/**
+ * The JSON a queue keeps of a held msg (or of one merged into it). A msg JSON
+ * cannot hold (a circular reference, a BigInt) is that msg's own bad input,
+ * named as such: it goes to Catch, and says nothing of the store's health.
+ */
+export function heldJson(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    throw new SendFieldError("msg", `cannot be held in the defer queue: ${(err as Error).message}`);
+  }
 }
 
 /** When a held msg may be dropped if its gate runs nowhere: the earlier of expiresAt and deadline (undefined: never). */

@@ -1,7 +1,7 @@
 import { MinHeap } from "../minHeap";
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  asError, checkLeaseUntil, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  asError, checkLeaseUntil, heldJson, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
   type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
@@ -295,7 +295,7 @@ export class MemoryDeferQueue implements DeferQueue {
       const target = this.collapse.get(key);
       const into = target === undefined ? undefined : this.held.get(target);
       if (target !== undefined && target !== id && into && into.leaseUntil === undefined) {
-        const items = mergedItems(entry).map((m) => this.codec.encode(JSON.stringify(m)));
+        const items = mergedItems(entry).map((m) => this.codec.encode(heldJson(m)));
         this.change({ op: "merge", into: target, unit: id, items, dropped: entry.collapsedDropped ?? 0, until: dropAt(entry) ?? null });
         return { id: target, collapsedInto: target };
       }
@@ -303,7 +303,7 @@ export class MemoryDeferQueue implements DeferQueue {
     const old = this.held.get(id);
     const dropAfter = dropAt(entry);
     this.change({
-      op: "put", id, stored: this.codec.encode(JSON.stringify(stored)), releaseAt,
+      op: "put", id, stored: this.codec.encode(heldJson(stored)), releaseAt,
       ...(dropAfter !== undefined ? { expiresAt: dropAfter } : {}),
       ...(key !== "" ? { key } : {}),
       ...(tag !== undefined ? { tag: checkTag(tag) } : {}),

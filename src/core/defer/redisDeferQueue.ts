@@ -5,7 +5,7 @@ import { luaScript } from "../stores/luaScripts";
 import { retriedMidMove } from "../storeFaults";
 import { plainCodec, type DeferCodec } from "./deferCodec";
 import {
-  asError, checkLeaseUntil, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  asError, checkLeaseUntil, heldJson, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
   type DeferInput, type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
 } from "./deferQueue";
 
@@ -228,9 +228,9 @@ export class RedisDeferQueue implements DeferQueue {
     const leaseUntil = checkLeaseUntil(item);
     const { id, releaseAt, stored } = prepareDeferral(entry);
     const key = collapseKey ?? "";
-    const merge = key === "" ? [] : mergedItems(entry).map((m) => this.codec.encode(JSON.stringify(m)));
+    const merge = key === "" ? [] : mergedItems(entry).map((m) => this.codec.encode(heldJson(m)));
     return [
-      id, releaseAt, this.codec.encode(JSON.stringify(stored)), key,
+      id, releaseAt, this.codec.encode(heldJson(stored)), key,
       dropAt(entry) ?? "", leaseUntil ?? "", entry.collapsedDropped ?? 0, merge.length, ...merge,
     ];
   }

@@ -2,7 +2,7 @@ import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg, GateR
 import { ackReleased, BEAT_MS, DeferPoller } from "../defer";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
-import { StoreUnavailableError } from "../errors";
+import { SendFieldError, StoreUnavailableError } from "../errors";
 import { asStoreFailure } from "../storeFaults";
 
 /**
@@ -86,7 +86,7 @@ export class Deferrals {
   private readonly polling: { leaseMs: number; batch: number; idleMs: number };
   private closing = false;
   private lastWarning = "";
-  private readonly holds: Lane<DeferItem, DeferResult> | undefined;
+  private readonly holds: Lane<DeferItem, DeferResult | SendFieldError> | undefined;
   private tickHolds: { item: DeferItem; resolve: (result: DeferResult | Error) => void }[] = [];
   /** holds that timed out, waiting for their own answer (lateAnswer) */
   private readonly lateHolds = new Map<DeferItem, (answer: DeferResult | Error) => void>();
@@ -103,7 +103,8 @@ export class Deferrals {
         throw err;
       }
       this.answerLate(items, (i) => results[i] ?? new Error("defer: no answer"));
-      return results.map((r) => (r instanceof Error ? asStoreFailure(r) : r));
+      // a msg the queue cannot hold is answered as that msg's own error (Catch), not as a store failure
+      return results.map((r) => (r instanceof SendFieldError ? r : r instanceof Error ? asStoreFailure(r) : r));
     }, { bounded: false, timeoutMs: HOLD_TIMEOUT_MS });
     const every = (ms: number, work: () => Promise<void>): void => {
       const timer = setInterval(() => void work().catch((err: Error) => this.warnOnce(`defer queue: ${err.message}`)), ms);
@@ -168,8 +169,9 @@ export class Deferrals {
   async hold(entry: DeferInput, placement: Omit<DeferItem, "entry"> = {}): Promise<DeferResult> {
     const item: DeferItem = { entry, ...placement };
     if (this.holds && this.options.access?.queue) {
+      let held: DeferResult | SendFieldError;
       try {
-        return await this.options.access.submit(this.holds, item);
+        held = await this.options.access.submit(this.holds, item);
       } catch (err) {
         if (!(err instanceof StoreUnavailableError) || err.kind !== "timeout") throw err;
         // sent, and maybe applied: its own late answer says whether the msg is held
@@ -177,6 +179,8 @@ export class Deferrals {
         if (late === undefined || late instanceof Error) throw err;
         return late;
       }
+      if (held instanceof SendFieldError) throw held;
+      return held;
     }
     // no send queue (the memory store): the holds of one tick still go together, one queue call (one journal write) per gate
     const result = await new Promise<DeferResult | Error>((resolve) => {

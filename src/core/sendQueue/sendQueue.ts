@@ -246,12 +246,17 @@ export class SendQueue implements Backlog {
       const ms = performance.now() - sentAt;
       this.paced(group.length, ms);
       let fault: StoreUnavailableError | undefined;
+      let refused: Error | undefined;
       let answered = 0;
       group.forEach((w, i) => {
         const result = results[i];
         if (result instanceof StoreUnavailableError) {
           fault ??= result;
           this.answer(w, result);
+        } else if (result instanceof Error) {
+          // the item's own refusal (a msg JSON cannot hold), answered as such: it says nothing of the store's health
+          refused ??= result;
+          this.answer(w, undefined, result);
         } else if (i >= results.length) {
           this.answer(w, new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
         } else {
@@ -263,7 +268,7 @@ export class SendQueue implements Backlog {
       this.report(lane, group.length, ms, fault);
       // a call the store partly answered says the store is up (on a cluster, one master failing over): its failed
       // items fail on their own, and the breaker stays closed for the recipients on the healthy masters
-      this.options.breaker.settle(isProbe, answered > 0 ? undefined : fault);
+      this.options.breaker.settle(isProbe, answered > 0 ? undefined : fault ?? refused);
     } catch (err) {
       const failure = asStoreFailure(err);
       this.report(lane, group.length, performance.now() - sentAt, failure);

@@ -6,6 +6,7 @@ import { Cluster, type Redis } from "ioredis";
 import { MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
 import { deferCodec } from "../../../src/core/defer/deferCodec";
 import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "../../../src/core/defer/deferQueue";
+import { SendFieldError } from "../../../src/core/errors";
 import { MemoryDeferQueue } from "../../../src/core/defer/memoryDeferQueue";
 import { deferHashTag, RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
 import { RedisGateRegistry } from "../../../src/core/defer/gateRegistry";
@@ -324,6 +325,22 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.deepEqual(results.slice(4), [{ id: "k1", collapsedInto: "k1" }, { id: "alone" }]);
       const taken = await h.queue.takeDue(10, 5000);
       assert.deepEqual(taken.map((m) => [m.id, m.collapsed]), [["k1", [{ n: 2 }, { n: 3 }]], ["alone", undefined]]);
+    });
+
+    it("answers a msg JSON cannot hold (circular, BigInt) with a SendFieldError naming msg, beside the others held", async () => {
+      const loop: Record<string, unknown> = { n: 1 };
+      loop.self = loop;
+      const results = await h.queue.deferMany([
+        { entry: entry({ id: "loop", msg: loop }) },
+        { entry: entry({ id: "fine", dueAt: Date.now() - 5, msg: { n: 2 } }) },
+        { entry: entry({ id: "big", msg: { n: 10n } }) },
+      ]);
+      for (const i of [0, 2]) {
+        const answer = results[i];
+        assert.ok(answer instanceof SendFieldError && answer.field === "msg" && /cannot be held in the defer queue/.test(answer.message), String(answer));
+      }
+      assert.deepEqual(results[1], { id: "fine" });
+      assert.deepEqual((await h.queue.takeDue(10, 5000)).map((m) => m.id), ["fine"]);
     });
 
     it(`keeps the newest ${MAX_MERGED} merged msgs and counts the rest`, async function () {
