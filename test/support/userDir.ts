@@ -8,10 +8,14 @@ import { helper } from "./nodeRed";
  * their state), and takes it away afterwards so later suites start empty.
  */
 export function useUserDir(label: string): void {
-  const userDir = mkdtempSync(join(tmpdir(), `sendgate-${label}-`));
-  before(() => { helper.settings({ userDir }); });
+  // made when the suite runs, not when mocha reads it: a run filtered past the suite (-g) leaves no empty dir behind
+  let userDir: string | undefined;
+  before(() => {
+    userDir = mkdtempSync(join(tmpdir(), `sendgate-${label}-`));
+    helper.settings({ userDir });
+  });
   after(() => {
     helper.settings({ userDir: undefined });
-    rmSync(userDir, { recursive: true, force: true });
+    if (userDir !== undefined) rmSync(userDir, { recursive: true, force: true });
   });
 }
