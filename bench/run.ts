@@ -22,6 +22,7 @@ import { markdownTable } from "./report/table";
 import { pacingTable, skipTable } from "./report/throughputTable";
 import { measureThroughput } from "./throughput/measureThroughput";
 import { measureTotals } from "./totals/measureTotals";
+import { measureStateFile, stateFileTable } from "./stateFile/measureStateFile";
 import { totalsTable } from "./report/totalsTable";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
@@ -39,7 +40,8 @@ async function main(): Promise<void> {
   const core = !settings.only || settings.only.includes("core");
   const throughput = !settings.only || settings.only.includes("throughput");
   const totals = !settings.only || settings.only.includes("totals");
-  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core" && name !== "throughput" && name !== "totals");
+  const stateFile = !settings.only || settings.only.includes("statefile");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "adpath" && name !== "core" && name !== "throughput" && name !== "totals" && name !== "statefile");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -74,6 +76,7 @@ async function main(): Promise<void> {
     const coreRows = core ? await measureCore(settings, progress) : undefined;
     const throughputRows = throughput ? await measureThroughput({ red: host.red, redisUrl: settings.redisUrl, prefix, progress }) : undefined;
     const totalsRows = totals ? await measureTotals(settings.totalSends, progress) : undefined;
+    const stateFileRows = stateFile ? await measureStateFile(progress) : [];
 
     console.log(machineLine(machine, postgres, stolenShare(ticksAtStart, cpuTicks())));
     if (rows.length > 0) {
@@ -134,6 +137,13 @@ async function main(): Promise<void> {
       console.log("");
       console.log(totalsTable(totalsRows));
       if (totalsRows.runs.some((r) => r.admitted !== r.sends)) process.exitCode = 1;
+    }
+    if (stateFileRows.length > 0) {
+      console.log("");
+      console.log("memory store state file: counters of 3 caps per recipient, saved once (a cap-config saves every 5 s what changed); "
+        + "longest stall: the event loop's longest delay during the save (monitorEventLoopDelay), what every gate waits meanwhile");
+      console.log("");
+      console.log(stateFileTable(stateFileRows));
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

@@ -13,7 +13,7 @@ import { validateRules } from "./schema/validateRules";
 import { StoreAccess } from "./storeAccess";
 import type { AdmissionStore } from "./stores/admissionStore";
 import { loadSnapshot } from "./stores/memoryPersistence";
-import { writeTextFile } from "./stores/jsonFile";
+import { MemoryStateFile } from "./stores/memoryStateFile";
 import { MemoryStore } from "./stores/memoryStore";
 import { migrateLegacyCounters } from "./stores/legacyMigration";
 import { RedisStore } from "./stores/redisStore";
@@ -187,7 +187,8 @@ export class CapService {
   private readonly memoryDefer: MemoryDeferStore | undefined;
   private readonly hmacSecret: string | undefined;
   private snapshotTimer: NodeJS.Timeout | undefined;
-  private lastSnapshot = "";
+  /** where a memory store's state is saved (none: another store, or no file given) */
+  private readonly stateFile: MemoryStateFile | undefined;
   /** closing gates' last msgs, which still need the store (see drainBeforeClose) */
   private readonly draining = new Set<Promise<void>>();
 
@@ -223,7 +224,7 @@ export class CapService {
     this.hmacSecret = hmac.hmacSecret;
     this.suppression = new SuppressionEngine({
       access: this.access, keyPrefix: settings.keyPrefix, mirrored: settings.rulesSource === "postgres", ...hmac,
-      // an opt-out must survive a crash at once, not at the next periodic snapshot
+      // an opt-out must survive a crash at once, not at the next periodic snapshot: the write is answered once it is saved
       afterWrite: () => this.trySaveMemoryState(),
     });
     const cacheStats = new RuleCacheStats();
@@ -232,7 +233,8 @@ export class CapService {
     this.deferrals = deferrals;
     this.memoryDefer = memory;
     if (store instanceof MemoryStore && env.memoryStateFile) {
-      this.snapshotTimer = setInterval(() => this.trySaveMemoryState(), MEMORY_SNAPSHOT_MS);
+      this.stateFile = new MemoryStateFile(store, env.memoryStateFile);
+      this.snapshotTimer = setInterval(() => void this.trySaveMemoryState(), MEMORY_SNAPSHOT_MS);
       this.snapshotTimer.unref();
     }
     this.metrics.watch({
@@ -314,7 +316,7 @@ export class CapService {
     // unspent total-cap slots go back to the pool while the store is still open
     await this.engine.totals.close();
     this.memoryDefer?.close();
-    this.saveMemoryState();
+    await this.stateFile?.save();
     await Promise.all([this.store.close(), this.rules.close()]);
   }
 
@@ -325,19 +327,11 @@ export class CapService {
    * and entries past their window are dropped on restore); a crash loses at
    * most the counts of the last MEMORY_SNAPSHOT_MS, never a block-list change.
    */
-  private trySaveMemoryState(): void {
+  private async trySaveMemoryState(): Promise<void> {
     try {
-      this.saveMemoryState();
+      await this.stateFile?.save();
     } catch (err) {
       this.log.warn(`memory store: could not save ${String(this.env.memoryStateFile)}: ${(err as Error).message}`);
     }
-  }
-
-  private saveMemoryState(): void {
-    if (!(this.store instanceof MemoryStore) || !this.env.memoryStateFile) return;
-    const json = JSON.stringify(this.store.snapshot());
-    if (json === this.lastSnapshot) return;
-    writeTextFile(this.env.memoryStateFile, json);
-    this.lastSnapshot = json;
   }
 }

@@ -8,6 +8,25 @@ import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./co
 import { StateHolder } from "./stateEmitter";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../totals/quotaStep";
 
+/** entries per part of a snapshot's text (a few ms of work each) */
+export const SNAPSHOT_SLICE = 2_000;
+
+/** `,"name":[…]` of one map's entries (`entry` undefined: left out), in parts of at most `slice` entries. */
+function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: (key: string, value: V) => unknown): Generator<string, void, undefined> {
+  let text = `,"${name}":[`;
+  let made = 0;
+  for (const [key, value] of map) {
+    const json = entry(key, value);
+    if (json === undefined) continue;
+    text += `${made === 0 ? "" : ","}${JSON.stringify(json)}`;
+    if (++made % slice === 0) {
+      yield text;
+      text = "";
+    }
+  }
+  yield `${text}]`;
+}
+
 /** One counter entry: as lua/claim.lua packs it (ts, digest of the messageId, attempt token). */
 export type Entry = [ts: number, digest: number, token: number];
 
@@ -112,6 +131,8 @@ export class MemoryStore implements AdmissionStore {
   private readonly quotas = new Map<string, { fields: Map<string, string>; expiresAt: number | null }>();
   /** per total counter, the spends given back (id -> when spent), each given back once */
   private readonly givenBacks = new Map<string, Map<string, number>>();
+  /** calls that changed (or may have changed) what a snapshot holds: a save with none since the last is skipped */
+  private mutations = 0;
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
 
@@ -121,22 +142,27 @@ export class MemoryStore implements AdmissionStore {
   }
 
   async claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]> {
+    this.mutations++;
     return requests.map((request) => this.claimOne(request));
   }
 
   async record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]> {
+    this.mutations++;
     return requests.map((request) => this.recordOne(request));
   }
 
   async release(requests: readonly ReleaseRequest[]): Promise<Settled<ReleaseAnswer>[]> {
+    this.mutations++;
     return requests.map((request) => this.releaseOne(request));
   }
 
   async checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
+    this.mutations++;
     return checks.map((check) => this.checkOne(check));
   }
 
   async throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]> {
+    this.mutations++;
     const nowMs = this.clock();
     const nowUs = Math.round(nowMs * 1000);
     return requests.map((r) => {
@@ -148,6 +174,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   async throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
+    this.mutations++;
     const nowMs = this.clock();
     const nowUs = Math.round(nowMs * 1000);
     return refunds.map((r) => {
@@ -160,6 +187,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   async quota(requests: readonly QuotaRequest[]): Promise<Settled<QuotaOutcome>[]> {
+    this.mutations++;
     const now = this.clock();
     return requests.map((r) => {
       let hash = this.quotas.get(r.key);
@@ -196,6 +224,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   async writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void> {
+    this.mutations++;
     for (const w of writes) {
       this.setField(w.listKey, w.field, w.entry);
       this.setField(w.indexKey, w.indexField, w.entry);
@@ -221,17 +250,36 @@ export class MemoryStore implements AdmissionStore {
     clearInterval(this.sweeper);
   }
 
+  /** How many calls have changed the store so far (a save notes it, and skips when it has not moved). */
+  get changes(): number {
+    return this.mutations;
+  }
+
+  /**
+   * The snapshot as JSON text (what JSON.stringify(snapshot()) gives), in
+   * parts of at most `slice` entries each: a writer yields to the event loop
+   * between parts, where one piece stalled every gate (~0.6 s for 100,000
+   * recipients). Calls between parts change entries not yet made: each entry
+   * is saved as it stood when its part was made, and the next save has what
+   * changed after. Each key stands alone, except a total cap's counter and its
+   * give-backs (one quota call changes both): those two lists are one part.
+   */
+  *snapshotParts(slice = SNAPSHOT_SLICE): Generator<string, void, undefined> {
+    const now = this.clock();
+    yield '{"version":2';
+    yield* listParts("counters", this.counters, slice, (key, hash) => (hash.expiresAt <= now ? undefined : [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]));
+    yield* listParts("hashes", this.hashes, slice, (key, fields) => [key, [...fields]]);
+    yield* listParts("marks", this.marks, slice, (key, mark) => (mark.expiresAt <= now ? undefined : [key, mark]));
+    yield* listParts("ceilings", this.ceilings, slice, (key, c) => (c.expiresAt <= now ? undefined : [key, { tat: c.tat, expiresAt: c.expiresAt }]));
+    const totals = [...listParts("quotas", this.quotas, Number.POSITIVE_INFINITY, (key, hash) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }])];
+    totals.push(...listParts("givenBacks", this.givenBacks, Number.POSITIVE_INFINITY, (key, ids) => [key, [...ids]]));
+    yield `${totals.join("")}}`;
+  }
+
+  /** Everything held now, as the state file has it (expired entries left out). */
   snapshot(): MemorySnapshot {
     this.sweep();
-    return {
-      version: 2,
-      counters: [...this.counters].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
-      hashes: [...this.hashes].map(([key, fields]) => [key, [...fields]]),
-      marks: [...this.marks],
-      quotas: [...this.quotas].map(([key, hash]) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]),
-      ceilings: [...this.ceilings].map(([key, c]) => [key, { tat: c.tat, expiresAt: c.expiresAt }]),
-      givenBacks: [...this.givenBacks].map(([key, ids]) => [key, [...ids]]),
-    };
+    return JSON.parse([...this.snapshotParts(Number.POSITIVE_INFINITY)].join("")) as MemorySnapshot;
   }
 
   restore(snapshot: MemorySnapshot): void {

@@ -23,8 +23,8 @@ export interface SuppressionEngineOptions {
   hmacSecret?: string;
   /** the block list must also be written to a mirror (PostgreSQL configured): refuse changes until it is attached */
   mirrored?: boolean;
-  /** called after every block-list change reached the store (the memory store saves its file) */
-  afterWrite?: () => void;
+  /** called after every block-list change reached the store (the memory store saves its file); the change is answered once it resolves */
+  afterWrite?: () => void | Promise<void>;
 }
 
 /** What a block-list change did: entries written, and repeats of an (org, channel, recipient) merged into them. */
@@ -132,7 +132,7 @@ export class SuppressionEngine {
       else await this.mirror.remove(stored);
     }
     await this.options.access.callAdmin((store) => store.writeSuppressions(stored.map((e) => this.writeOf(e, add))));
-    this.options.afterWrite?.();
+    await this.options.afterWrite?.();
     return { written: stored.length, repeatsMerged: entries.length - stored.length };
   }
 

@@ -1,0 +1,90 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MemoryStore } from "../../src/core/stores/memoryStore";
+import { MemoryStateFile } from "../../src/core/stores/memoryStateFile";
+import { renderTable, whole, ms } from "../report/markdown";
+
+/** One way of saving a memory store of `recipients` recipients: how long it took, and the longest the event loop stood still meanwhile. */
+export interface StateFileRow {
+  how: string;
+  recipients: number;
+  saveMs: number;
+  longestStallMs: number;
+  fileMB: number;
+}
+
+const CAPS = [
+  { field: "hour", windowMs: 3_600_000, max: 5 },
+  { field: "day", windowMs: 86_400_000, max: 10 },
+  { field: "week", windowMs: 604_800_000, max: 20 },
+];
+export const STATE_FILE_RECIPIENTS: readonly number[] = [10_000, 100_000];
+
+async function filled(recipients: number): Promise<MemoryStore> {
+  const store = new MemoryStore();
+  for (let i = 0; i < recipients; i += 5_000) {
+    await store.claim(Array.from({ length: Math.min(5_000, recipients - i) }, (_, j) => ({ key: `bench:{default|r${i + j}}:c`, member: `m${i + j}`, token: 1, counters: CAPS })));
+  }
+  return store;
+}
+
+/** Runs `save` with a 1 ms ticker beside it: the longest gap between its ticks is the longest the loop stood still. */
+async function watched(how: string, recipients: number, file: string, save: () => Promise<void>): Promise<StateFileRow> {
+  let last = performance.now();
+  let longest = 0;
+  const tick = (): void => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  };
+  const ticker = setInterval(tick, 1);
+  const started = performance.now();
+  await save();
+  const saveMs = performance.now() - started;
+  // the gap a save in one piece made ends with the next tick
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  clearInterval(ticker);
+  tick();
+  const longestStallMs = longest;
+  const bytes = statSync(file).size;
+  rmSync(file, { force: true });
+  return { how, recipients, saveMs, longestStallMs, fileMB: bytes / 1e6 };
+}
+
+/**
+ * The memory store's state file: the save in parts (MemoryStateFile, what a
+ * cap-config runs every 5 s) beside the one piece it replaced (JSON.stringify
+ * of the whole snapshot, then writeFileSync), each on a store of the same size.
+ */
+export async function measureStateFile(progress: (text: string) => void): Promise<StateFileRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), "sendgate-bench-state-"));
+  const rows: StateFileRow[] = [];
+  try {
+    for (const recipients of STATE_FILE_RECIPIENTS) {
+      progress(`state file: ${recipients} recipients`);
+      const store = await filled(recipients);
+      const file = join(dir, "memory.json");
+      // the same text, made and written in one go, as the cap-config did before
+      rows.push(await watched("one piece (all parts, then writeFileSync)", recipients, file, async () => {
+        writeFileSync(file, [...store.snapshotParts(Number.POSITIVE_INFINITY)].join(""));
+      }));
+      rows.push(await watched("in parts (MemoryStateFile)", recipients, file, async () => {
+        // a store changed since its file was made: one fresh change makes it save
+        await store.claim([{ key: "bench:{default|fresh}:c", member: `m${Date.now()}`, token: 1, counters: CAPS }]);
+        await new MemoryStateFile(store, file).save();
+      }));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+export function stateFileTable(rows: readonly StateFileRow[]): string {
+  return renderTable(
+    ["memory store save", "recipients", "file MB", "save ms", "longest event-loop stall ms"],
+    [false, true, true, true, true],
+    rows.map((r) => [r.how, whole.format(r.recipients), r.fileMB.toFixed(1), ms(r.saveMs), ms(r.longestStallMs)]),
+  );
+}

@@ -1,0 +1,69 @@
+import { mkdir, open, rename } from "node:fs/promises";
+import { dirname } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { MemoryStore } from "./memoryStore";
+
+/** text gathered before one write to the file */
+const WRITE_CHARS = 1 << 20;
+
+/**
+ * Where a memory store's state is saved: its snapshot, written a part at a
+ * time (the event loop runs the gates between parts) through a temporary
+ * file and a rename, so a crash mid-save leaves the last whole file. One save
+ * runs at a time; one asked for meanwhile runs once after it, for every
+ * caller that asked. A store that has not changed since the last save is not
+ * written again.
+ */
+export class MemoryStateFile {
+  /** the store's change count the file holds: none at first (a store just read back from its file, or a new one, has none) */
+  private saved = 0;
+  private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
+
+  constructor(private readonly store: MemoryStore, private readonly file: string) {}
+
+  /** Resolves once a save begun after this call has landed (at once when nothing changed); rejects when it could not be written. */
+  save(): Promise<void> {
+    if (!this.running) {
+      const running = this.write().finally(() => {
+        if (this.running === running) this.running = undefined;
+      });
+      this.running = running;
+      return running;
+    }
+    // the save under way may have made its parts before the change this call follows: one more after it
+    this.queued ??= this.running.catch(() => undefined).then(() => {
+      this.queued = undefined;
+      return this.save();
+    });
+    return this.queued;
+  }
+
+  private async write(): Promise<void> {
+    const changes = this.store.changes;
+    if (changes === this.saved) return;
+    const temporary = `${this.file}.tmp`;
+    await mkdir(dirname(this.file), { recursive: true });
+    const handle = await open(temporary, "w");
+    try {
+      let gathered: string[] = [];
+      let chars = 0;
+      for (const part of this.store.snapshotParts()) {
+        gathered.push(part);
+        chars += part.length;
+        if (chars >= WRITE_CHARS) {
+          await handle.write(gathered.join(""));
+          gathered = [];
+          chars = 0;
+        } else {
+          await nextTurn();
+        }
+      }
+      await handle.write(gathered.join(""));
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, this.file);
+    this.saved = changes;
+  }
+}
