@@ -316,7 +316,8 @@ export class CapService {
     // unspent total-cap slots go back to the pool while the store is still open
     await this.engine.totals.close();
     this.memoryDefer?.close();
-    await this.stateFile?.save();
+    // the last save, after every one asked for (an opt-out written as it closes): the next deployment reads the file next
+    await this.stateFile?.close().catch((err: Error) => this.log.warn(`memory store: could not save ${String(this.env.memoryStateFile)}: ${err.message}`));
     await Promise.all([this.store.close(), this.rules.close()]);
   }
 

@@ -216,11 +216,12 @@ describe("core/sendQueue against a real Redis", function () {
     const lane = access.lane<string, string | SendFieldError>("hold", async (_s, items) => items.map((item) => (
       item === "fault" ? new StoreUnavailableError("timeout", "store timeout") : item === "refused" ? new SendFieldError("msg", "cannot be held") : item)));
     const answers: unknown[] = [];
-    for (const item of ["fault", "fault", "refused", "refused", "fault"]) {
-      answers.push(await access.submit(lane, item).catch((err: unknown) => err));
-    }
-    assert.ok(answers[2] instanceof SendFieldError, "the refused item is answered with its own error, not a store failure");
-    assert.equal(access.breaker.isOpen(), true, "three store faults in a row open it: the refusals between them neither count nor reset the count");
+    const submit = async (item: string): Promise<void> => { answers.push(await access.submit(lane, item).catch((err: unknown) => err)); };
+    for (const item of ["fault", "fault", "refused", "refused"]) await submit(item);
+    assert.ok(answers[2] instanceof SendFieldError && answers[3] instanceof SendFieldError, "a refused item is answered with its own error, not a store failure");
+    assert.equal(access.breaker.isOpen(), false, "two store faults, then refusals: the refusals are not counted as faults");
+    await submit("fault");
+    assert.equal(access.breaker.isOpen(), true, "the third store fault in a row opens it: the refusals between did not reset the count");
     await store.close();
   });
 

@@ -176,6 +176,8 @@ export class Deferrals {
         if (!(err instanceof StoreUnavailableError) || err.kind !== "timeout") throw err;
         // sent, and maybe applied: its own late answer says whether the msg is held
         const late = await this.lateAnswer(item);
+        // a msg the queue could not hold, answered late: still that msg's own error
+        if (late instanceof SendFieldError) throw late;
         if (late === undefined || late instanceof Error) throw err;
         return late;
       }

@@ -1,4 +1,4 @@
-import { mkdir, open, rename } from "node:fs/promises";
+import { mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { MemoryStore } from "./memoryStore";
@@ -19,11 +19,30 @@ export class MemoryStateFile {
   private saved = 0;
   private running: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
+  private closed = false;
+  /** each write has a temporary file of its own: the next deployment's cap-config may write beside a late one of this */
+  private writes = 0;
 
   constructor(private readonly store: MemoryStore, private readonly file: string) {}
 
   /** Resolves once a save begun after this call has landed (at once when nothing changed); rejects when it could not be written. */
   save(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("the memory store's state file is closed"));
+    return this.saveNext();
+  }
+
+  /**
+   * The last save: waits for every save asked for so far (one queued behind
+   * the running one too), then saves what is left, and takes no more. The next
+   * deployment reads the file once this resolves.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.running || this.queued) await (this.queued ?? this.running)?.catch(() => undefined);
+    await this.saveNext();
+  }
+
+  private saveNext(): Promise<void> {
     if (!this.running) {
       const running = this.write().finally(() => {
         if (this.running === running) this.running = undefined;
@@ -34,7 +53,7 @@ export class MemoryStateFile {
     // the save under way may have made its parts before the change this call follows: one more after it
     this.queued ??= this.running.catch(() => undefined).then(() => {
       this.queued = undefined;
-      return this.save();
+      return this.saveNext();
     });
     return this.queued;
   }
@@ -42,9 +61,10 @@ export class MemoryStateFile {
   private async write(): Promise<void> {
     const changes = this.store.changes;
     if (changes === this.saved) return;
-    const temporary = `${this.file}.tmp`;
+    const temporary = `${this.file}.${process.pid}-${++this.writes}.tmp`;
     await mkdir(dirname(this.file), { recursive: true });
     const handle = await open(temporary, "w");
+    let written = false;
     try {
       let gathered: string[] = [];
       let chars = 0;
@@ -60,8 +80,10 @@ export class MemoryStateFile {
         }
       }
       await handle.write(gathered.join(""));
+      written = true;
     } finally {
       await handle.close();
+      if (!written) await rm(temporary, { force: true });
     }
     await rename(temporary, this.file);
     this.saved = changes;

@@ -10,8 +10,10 @@ import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOut
 
 /** entries per part of a snapshot's text (a few ms of work each) */
 export const SNAPSHOT_SLICE = 2_000;
+/** a part also ends once its text is this long (a few large entries: a recipient's long counter lists, block-list hashes) */
+const PART_CHARS = 256 * 1024;
 
-/** `,"name":[…]` of one map's entries (`entry` undefined: left out), in parts of at most `slice` entries. */
+/** `,"name":[…]` of one map's entries (`entry` undefined: left out), in parts of at most `slice` entries or about PART_CHARS. */
 function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: (key: string, value: V) => unknown): Generator<string, void, undefined> {
   let text = `,"${name}":[`;
   let made = 0;
@@ -19,7 +21,7 @@ function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: 
     const json = entry(key, value);
     if (json === undefined) continue;
     text += `${made === 0 ? "" : ","}${JSON.stringify(json)}`;
-    if (++made % slice === 0) {
+    if (++made % slice === 0 || text.length >= PART_CHARS) {
       yield text;
       text = "";
     }
