@@ -253,6 +253,9 @@ export default function register(RED: NodeAPI): void {
     const tags = new TagCache();
     // the store's clock as this process reads it, and the timer by it: both on the same sub-ms local clock (their default)
     const storeClock = service?.store.kind === "memory" ? new LocalStoreClock() : new StoreClock();
+    // a first sample read while the loop is idle: else the first are the answers to a burst's reservations, read only once
+    // the burst is taken in, and the gate paces that much late until a prompt answer comes (a late sample never raises it)
+    if (service?.store.kind === "redis") service.store.clockMs?.().then((ms) => storeClock.observe(ms), () => undefined);
     /** acks of released msgs still on their way: a closing gate waits for them, else its msgs would come back after their lease */
     const acking = new Set<Promise<void>>();
     /** paced msgs held in process only (not durable): the status counts them with the queue's */

@@ -519,6 +519,28 @@ describe("throughput-gate", function () {
     assert.ok(Math.max(...late) < 60, `held msgs left ${late.join(", ")} ms after their instants`);
   });
 
+  it("reads Redis's clock once at start: answers read 150 ms after Redis computed them (the loop busy with a burst) do not make the held msgs leave 150 ms late", async () => {
+    // 5/s: the held msgs are due 200, 400, 600, 800 ms on, past the stall, so each can leave at its instant
+    const { out, send } = await deploy({ store: "redis", gate: { rate: 5, burst: 1 } });
+    const store = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).store;
+    const throughput = store.throughput.bind(store);
+    store.throughput = async (requests) => {
+      const answers = await throughput(requests);
+      // every answer is read 150 ms after Redis computed it (the loop busy with a burst): no answer tells the true offset
+      await sleep(150);
+      return answers;
+    };
+    await sleep(100);
+    const releases: Release[] = [];
+    helper.getNode("allowed")?.on("input", recordReleases(releases));
+    for (const m of msgs(5)) send(m);
+    await out.until(5, 3000);
+    const held = releases.filter((r) => r.due !== undefined);
+    assert.equal(held.length, 4);
+    const late = held.map((r) => r.at - (r.due as number));
+    assert.ok(Math.max(...late) < 60, `held msgs left ${late.join(", ")} ms after their instants`);
+  });
+
   it("lets a msg it paces in process only leave as it came: an http in's req and res are still on it", async () => {
     // 20/s: the second msg is due 50 ms on, paced in this process, not written to the durable queue
     const { out, send } = await deploy({ store: "memory", gate: { rate: 20, burst: 1, httpResponse: true } });

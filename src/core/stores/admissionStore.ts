@@ -208,5 +208,11 @@ export interface AdmissionStore {
    * starts: waiting for the first connection is not the call's round trip.
    */
   whenUsable?(): Promise<void> | undefined;
+  /**
+   * The store's clock now, ms with fractions (Redis TIME): a throughput-gate
+   * reads it once at start, while its loop is idle. Only a store of one clock
+   * (not a cluster, whose masters each have their own).
+   */
+  clockMs?(): Promise<number>;
   close(): Promise<void>;
 }

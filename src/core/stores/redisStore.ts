@@ -470,6 +470,11 @@ export class RedisStore implements AdmissionStore {
     return out;
   }
 
+  clockMs(): Promise<number> {
+    if (this.kind !== "redis") return Promise.reject(new Error("a cluster's masters each have their own clock"));
+    return (this.client as Redis).time().then(([seconds, micros]) => Number(seconds) * 1000 + Number(micros) / 1000);
+  }
+
   whenUsable(): Promise<void> | undefined {
     return this.stateHolder.get() === "ready" ? undefined : this.usable();
   }
