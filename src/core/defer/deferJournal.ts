@@ -1,7 +1,27 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 
 const HEADER = { sendgate: "defer-journal", v: 2 };
+
+/** A journal's rewrite under way (DeferJournal.beginRewrite). */
+export interface JournalRewrite {
+  /** bytes of lines written so far */
+  readonly bytes: number;
+  /** writes a part of the lines */
+  write(lines: readonly object[]): void;
+  /** writes these last lines, then puts the file in place of the journal, which is appended to from now on */
+  finish(lines: readonly object[]): void;
+  /** drops the temporary file; the journal stays as it is */
+  abandon(): void;
+}
+
+/** Writes lines of JSON in one go (all of a call's lines, or none and one cut short); answers the bytes written. */
+function writeLines(fd: number, lines: readonly object[]): number {
+  const buffer = Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(""), "utf8");
+  let written = 0;
+  while (written < buffer.length) written += writeSync(fd, buffer, written);
+  return buffer.length;
+}
 
 /**
  * An append-only file of JSON lines: each change is written (one write call)
@@ -60,12 +80,52 @@ export class DeferJournal {
   append(lines: readonly object[]): void {
     if (lines.length === 0) return;
     if (this.fd === undefined) throw new Error(`defer journal ${this.file} is not open`);
-    const text = lines.map((l) => `${JSON.stringify(l)}\n`).join("");
     // a crash mid-write leaves whole lines and at most one cut short (skipped when read)
-    const buffer = Buffer.from(text, "utf8");
-    let written = 0;
-    while (written < buffer.length) written += writeSync(this.fd, buffer, written);
-    this.appended += buffer.length;
+    this.appended += writeLines(this.fd, lines);
+  }
+
+  /**
+   * A rewrite made a part at a time (the caller yields to the event loop
+   * between parts): the lines go to a temporary file of their own, and the
+   * journal is appended to as before until `finish` puts the temporary file in
+   * its place. A crash before then leaves the journal whole.
+   */
+  beginRewrite(): JournalRewrite {
+    mkdirSync(dirname(this.file), { recursive: true });
+    const temporary = `${this.file}.parts.tmp`;
+    let fd: number | undefined = openSync(temporary, "w");
+    writeLines(fd, [HEADER]);
+    let bytes = 0;
+    const closeTemporary = (): void => {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    };
+    return {
+      get bytes() {
+        return bytes;
+      },
+      write(lines) {
+        if (fd === undefined) throw new Error("the rewrite is over");
+        bytes += writeLines(fd, lines);
+      },
+      finish: (lines) => {
+        if (fd === undefined) throw new Error("the rewrite is over");
+        bytes += writeLines(fd, lines);
+        closeTemporary();
+        this.closeFile();
+        try {
+          renameSync(temporary, this.file);
+        } finally {
+          // the new file, or the old journal still whole if the rename failed
+          this.fd = openSync(this.file, "a");
+        }
+        this.appended = 0;
+      },
+      abandon() {
+        closeTemporary();
+        rmSync(temporary, { force: true });
+      },
+    };
   }
 
   close(): void {

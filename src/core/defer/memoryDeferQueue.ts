@@ -219,7 +219,8 @@ export class MemoryDeferQueue implements DeferQueue {
       ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
       ...(r.collapseKey !== undefined ? { key: r.collapseKey } : {}),
       ...(r.tag !== undefined ? { tag: r.tag } : {}),
-      merged: r.merged, units: [...r.units], dropped: r.dropped,
+      // a copy: a merge pushes onto the held msg's own list, and a compaction writes these lines over several turns
+      merged: [...r.merged], units: [...r.units], dropped: r.dropped,
     }));
   }
 

@@ -3,7 +3,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFil
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Cluster, type Redis } from "ioredis";
-import { MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
+import { COMPACT_SLICE, MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
 import { deferCodec } from "../../../src/core/defer/deferCodec";
 import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "../../../src/core/defer/deferQueue";
 import { SendFieldError } from "../../../src/core/errors";
@@ -645,6 +645,73 @@ describe("memory defer store: the journal is always what is still owed", functio
     assert.equal(warnings.length, 1);
     assert.match(warnings[0] ?? "", /damaged line/);
     third.close();
+  });
+
+  /** Holds `n` msgs due later (about 200 bytes of journal each) in one call, which crosses a small compaction threshold. */
+  async function fill(queue: MemoryDeferQueue, n: number, now: number): Promise<void> {
+    // one of the last is a merge target: its line is written in a later part than the first
+    await queue.deferMany(Array.from({ length: n }, (_, i) => ({
+      entry: entry({ id: `h${i}`, dueAt: now + 60_000 + i, msg: { payload: "x".repeat(100), i } }), ...(i === n - 10 ? { collapseKey: "late-k" } : {}),
+    })));
+  }
+  const compacting = (): boolean => existsSync(`${file}.parts.tmp`);
+  const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  it("compacts while the queues run, a part at a time: what was held, and what changed meanwhile (held, merged, released), is rebuilt from the file", async () => {
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const queue = first.queue(GATE);
+    await queue.defer(entry({ id: "head", dueAt: now - 5, msg: { n: 0 } }), "k");
+    await queue.defer(entry({ id: "gone", dueAt: now - 10 }));
+    await fill(queue, 5 * COMPACT_SLICE, now);
+    assert.ok(compacting(), "crossing the threshold began a compaction");
+    // calls made while it runs, each in a turn of its own
+    let turns = 0;
+    const changes = [
+      // before the compaction reaches its line (the fifth part)
+      () => queue.defer(entry({ id: "merged-late", msg: { n: 3 } }), "late-k"),
+      () => queue.defer(entry({ id: "late", dueAt: now + 1, msg: { n: 1 } })),
+      () => queue.defer(entry({ id: "merged", msg: { n: 2 } }), "k"),
+      async () => queue.ack((await queue.takeDue(1, 1000)).map((m) => m.id)),
+      () => queue.defer(entry({ id: "h1", dueAt: now + 2, msg: { replaced: true } })),
+    ];
+    while (compacting()) {
+      await changes[turns]?.();
+      await turn();
+      turns++;
+    }
+    assert.ok(turns >= 5, `the compaction of ${5 * COMPACT_SLICE} msgs took ${turns} turns of the loop (a part of ${COMPACT_SLICE} per turn)`);
+    assert.ok(turns > changes.length, "every change came while it ran");
+    const lines = readFileSync(file, "utf8").split("\n").filter((l) => l !== "");
+    assert.ok(lines.length < 1 + 5 * COMPACT_SLICE + 1 + changes.length + 2, `${lines.length} lines: the state, then the changes made meanwhile`);
+    // the process dies here: no close
+    const second = open(() => now + 30_000);
+    const again = second.queue(GATE);
+    assert.equal(await again.size(), 1 + 5 * COMPACT_SLICE + 1, "head, the 5,000, late; gone released (h1 replaced, not added)");
+    const due = await again.takeDue(10, 1000);
+    assert.deepEqual(due.map((m) => [m.id, m.msg, m.collapsed]), [["head", { n: 0 }, [{ n: 2 }]], ["late", { n: 1 }, undefined], ["h1", { replaced: true }, undefined]]);
+    const target = again.state().find((line) => line.op === "state" && line.id === `h${5 * COMPACT_SLICE - 10}`);
+    assert.deepEqual(target?.op === "state" ? target.merged.map((m) => JSON.parse(m) as unknown) : undefined, [{ n: 3 }], "merged once, though its line was written after the merge");
+    assert.deepEqual(warnings, []);
+    second.close();
+  });
+
+  it("a close while it compacts in parts leaves one whole journal, with every msg, and no temporary file", async () => {
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: 200_000 });
+    await fill(first.queue(GATE), 5 * COMPACT_SLICE, now);
+    await turn();
+    assert.ok(compacting());
+    await first.queue(GATE).defer(entry({ id: "during", dueAt: now - 1 }));
+    first.close();
+    assert.equal(compacting(), false);
+    await turn();
+    await turn();
+    assert.equal(existsSync(`${file}.parts.tmp`), false, "the abandoned compaction wrote nothing after the close");
+    const second = open(() => now);
+    assert.equal(await second.queue(GATE).size(), 5 * COMPACT_SLICE + 1);
+    assert.deepEqual(warnings, []);
+    second.close();
   });
 
   it("imports the snapshot file of the version before the journal once, then removes it", async () => {
