@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "../../src/core/stores/memoryStore";
 import { MemoryStateFile } from "../../src/core/stores/memoryStateFile";
+import { MemoryDeferStore } from "../../src/core/defer/memoryDeferStore";
 import { renderTable, whole, ms } from "../report/markdown";
 
 /** One way of saving a memory store of `recipients` recipients: how long it took, and the longest the event loop stood still meanwhile. */
@@ -57,6 +58,44 @@ async function watched(how: string, recipients: number, file: string, save: () =
  * cap-config runs every 5 s) beside the one piece it replaced (JSON.stringify
  * of the whole snapshot, then writeFileSync), each on a store of the same size.
  */
+/** held msgs of a defer journal compacted in the journal rows */
+export const JOURNAL_HELD: readonly number[] = [100_000];
+
+/**
+ * The memory defer queue's journal holding `held` msgs (a small one each):
+ * compacted in one piece (what close does, and what a running queue did
+ * once 32 MB had been appended) and in parts while the queue runs.
+ */
+async function journalRows(dir: string, held: number): Promise<StateFileRow[]> {
+  const file = join(dir, "memory-defer.jsonl");
+  const now = Date.now();
+  const batch = 5_000;
+  const hold = (store: MemoryDeferStore, from: number, n: number): Promise<unknown> => store.queue("bench-gate").deferMany(Array.from({ length: n }, (_, j) => ({
+    entry: { id: `h${from + j}`, gate: "bench-gate", dueAt: now + 3_600_000, deferrals: 1, firstDeferredAt: now, msg: { recipient: `+1555${from + j}`, channel: "sms", payload: "x".repeat(120) } },
+  })));
+  const fill = async (store: MemoryDeferStore, n: number): Promise<void> => {
+    for (let i = 0; i < n; i += batch) await hold(store, i, Math.min(batch, n - i));
+  };
+  const rows: StateFileRow[] = [];
+  const whole = new MemoryDeferStore({ file, warn: () => undefined });
+  await fill(whole, held);
+  const bytesPerMsg = statSync(file).size / held;
+  rows.push(await watched("defer journal, one piece (as on close)", held, file, async () => whole.close()));
+  // a threshold the last batch crosses: its hold begins the compaction, and the row lasts until the file takes over
+  const parts = new MemoryDeferStore({ file, warn: () => undefined, compactAfterBytes: Math.floor((held - batch / 2) * bytesPerMsg) });
+  await fill(parts, held - batch);
+  rows.push(await watched("defer journal, in parts (while running)", held, file, async () => {
+    await hold(parts, held - batch, batch);
+    const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1));
+    // it begins on the next turn, and ends when its file takes the journal's place
+    while (!existsSync(`${file}.parts.tmp`)) await tick();
+    while (existsSync(`${file}.parts.tmp`)) await tick();
+  }));
+  parts.close();
+  rmSync(file, { force: true });
+  return rows;
+}
+
 export async function measureStateFile(progress: (text: string) => void): Promise<StateFileRow[]> {
   const dir = mkdtempSync(join(tmpdir(), "sendgate-bench-state-"));
   const rows: StateFileRow[] = [];
@@ -75,6 +114,10 @@ export async function measureStateFile(progress: (text: string) => void): Promis
         await new MemoryStateFile(store, file).save();
       }));
     }
+    for (const held of JOURNAL_HELD) {
+      progress(`defer journal: ${held} held msgs`);
+      rows.push(...await journalRows(dir, held));
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -83,7 +126,7 @@ export async function measureStateFile(progress: (text: string) => void): Promis
 
 export function stateFileTable(rows: readonly StateFileRow[]): string {
   return renderTable(
-    ["memory store save", "recipients", "file MB", "save ms", "longest event-loop stall ms"],
+    ["memory store save", "recipients / held msgs", "file MB", "save ms", "longest event-loop stall ms"],
     [false, true, true, true, true],
     rows.map((r) => [r.how, whole.format(r.recipients), r.fileMB.toFixed(1), ms(r.saveMs), ms(r.longestStallMs)]),
   );

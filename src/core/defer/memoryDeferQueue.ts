@@ -214,14 +214,17 @@ export class MemoryDeferQueue implements DeferQueue {
 
   /** Everything held as changes that rebuild it (what a compacted journal holds); leased msgs come back due. */
   state(): QueueChange[] {
-    return [...this.held].map(([id, r]) => ({
-      op: "state" as const, id, stored: r.stored, releaseAt: r.releaseAt,
-      ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
-      ...(r.collapseKey !== undefined ? { key: r.collapseKey } : {}),
-      ...(r.tag !== undefined ? { tag: r.tag } : {}),
-      // a copy: a merge pushes onto the held msg's own list, and a compaction writes these lines over several turns
-      merged: [...r.merged], units: [...r.units], dropped: r.dropped,
-    }));
+    const lines: QueueChange[] = [];
+    // built without spreads: a compaction while the queues run makes these for every held msg in one go
+    for (const [id, r] of this.held) {
+      // a copy of merged: a merge pushes onto the held msg's own list, and a compaction writes these lines over several turns
+      const line: QueueChange & { op: "state" } = { op: "state", id, stored: r.stored, releaseAt: r.releaseAt, merged: r.merged.slice(), units: [...r.units], dropped: r.dropped };
+      if (r.expiresAt !== undefined) line.expiresAt = r.expiresAt;
+      if (r.collapseKey !== undefined) line.key = r.collapseKey;
+      if (r.tag !== undefined) line.tag = r.tag;
+      lines.push(line);
+    }
+    return lines;
   }
 
   /** Applies a recorded change (replaying the journal); live calls go through here too, so both agree. */

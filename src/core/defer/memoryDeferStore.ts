@@ -53,6 +53,7 @@ export class MemoryDeferStore {
   private lastCompactBytes = 0;
   private closed = false;
   private compacting: Compacting | undefined;
+  private compactionDue = false;
 
   constructor(private readonly options: MemoryDeferStoreOptions) {
     this.codec = options.codec ?? plainCodec;
@@ -112,13 +113,26 @@ export class MemoryDeferStore {
     const lines = changes.map((change) => ({ g: gate, ...change }));
     this.journal.append(lines);
     if (this.compacting) this.compacting.since.push(...lines);
-    else if (this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) void this.compactInParts();
+    else if (!this.compactionDue && this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) {
+      // begun on the next turn: the call that crossed the threshold (a burst's holds) is not made to wait for it too
+      this.compactionDue = true;
+      setImmediate(() => {
+        this.compactionDue = false;
+        if (!this.closed && !this.compacting) void this.compactInParts();
+      });
+    }
   }
 
   /** What is held now, as the lines that rebuild it: made at once (each msg's text is a string already, shared, not copied). */
   private stateLines(): JournalLine[] {
     const lines: JournalLine[] = [];
-    for (const [gate, queue] of this.queues) for (const change of queue.state()) lines.push({ g: gate, ...change });
+    for (const [gate, queue] of this.queues) {
+      for (const change of queue.state()) {
+        // the queue made each line for this: named by its gate in place, not copied
+        (change as JournalLine).g = gate;
+        lines.push(change as JournalLine);
+      }
+    }
     return lines;
   }
 
