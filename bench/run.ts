@@ -31,6 +31,14 @@ function progress(text: string): void {
   process.stderr.write(`[bench] ${text}\n`);
 }
 
+/** A table of the run on stdout, after a blank line, its legend and a blank line. */
+function printSection(legend: string, table: string): void {
+  console.log("");
+  console.log(legend);
+  console.log("");
+  console.log(table);
+}
+
 /** `npm run bench`: one markdown table on stdout; progress and Node-RED warnings on stderr. */
 async function main(): Promise<void> {
   const settings = readSettings();
@@ -102,11 +110,8 @@ async function main(): Promise<void> {
       if (burstRows.some((r) => r.verdicts.failOpen + r.verdicts.errors + r.verdicts.overloaded > 0)) process.exitCode = 1;
     }
     if (adRows.length > 0) {
-      console.log("");
-      console.log("ad path: caps ad 3/day ⊂ campaign 10/week ⊂ category 5/hour (per ad_id, campaign_id, category); 50 candidate ads over 5 campaigns "
-        + "and 3 categories (58 counters) per check, 10,000 viewers; raw: redis-benchmark -P 1 EVALSHA of the same script with the same counters");
-      console.log("");
-      console.log(adPathTable(adRows));
+      printSection("ad path: caps ad 3/day ⊂ campaign 10/week ⊂ category 5/hour (per ad_id, campaign_id, category); 50 candidate ads over 5 campaigns "
+        + "and 3 categories (58 counters) per check, 10,000 viewers; raw: redis-benchmark -P 1 EVALSHA of the same script with the same counters", adPathTable(adRows));
     }
     if (coreRows) {
       console.log("");
@@ -139,11 +144,9 @@ async function main(): Promise<void> {
       if (totalsRows.runs.some((r) => r.admitted !== r.sends)) process.exitCode = 1;
     }
     if (stateFileRows.length > 0) {
-      console.log("");
-      console.log("memory store state file: counters of 3 caps per recipient, saved once (a cap-config saves every 5 s what changed); "
-        + "longest stall: the event loop's longest delay during the save (monitorEventLoopDelay), what every gate waits meanwhile");
-      console.log("");
-      console.log(stateFileTable(stateFileRows));
+      printSection("memory store files: the state file of counters of 3 caps per recipient, saved once (a cap-config saves every 5 s what changed); "
+        + "the defer journal of held msgs, compacted once; longest stall: the longest gap between the ticks of a 1 ms timer beside it, what every gate waits meanwhile",
+      stateFileTable(stateFileRows));
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {
