@@ -90,11 +90,26 @@ export class DeferJournal {
    * journal is appended to as before until `finish` puts the temporary file in
    * its place. A crash before then leaves the journal whole.
    */
+  private get partsFile(): string {
+    return `${this.file}.parts.tmp`;
+  }
+
+  /** Removes what a rewrite in parts left when the process died in it (the journal itself is whole). */
+  dropUnfinishedRewrite(): void {
+    rmSync(this.partsFile, { force: true });
+  }
+
   beginRewrite(): JournalRewrite {
     mkdirSync(dirname(this.file), { recursive: true });
-    const temporary = `${this.file}.parts.tmp`;
+    const temporary = this.partsFile;
     let fd: number | undefined = openSync(temporary, "w");
-    writeLines(fd, [HEADER]);
+    try {
+      writeLines(fd, [HEADER]);
+    } catch (err) {
+      closeSync(fd);
+      rmSync(temporary, { force: true });
+      throw err;
+    }
     let bytes = 0;
     const closeTemporary = (): void => {
       if (fd !== undefined) closeSync(fd);

@@ -60,6 +60,8 @@ export class MemoryDeferStore {
     this.compactAfter = options.compactAfterBytes ?? 32 * 1024 * 1024;
     if (!options.file) return;
     const journal = new DeferJournal(options.file);
+    // a compaction the process died in: the journal beside it is whole
+    journal.dropUnfinishedRewrite();
     const { lines, problems } = journal.read();
     for (const problem of problems) options.warn(`memory defer queue: skipped a damaged line (${problem})`);
     for (const line of lines as unknown as JournalLine[]) {
@@ -112,7 +114,8 @@ export class MemoryDeferStore {
     if (!this.journal || this.closed) return;
     const lines = changes.map((change) => ({ g: gate, ...change }));
     this.journal.append(lines);
-    if (this.compacting) this.compacting.since.push(...lines);
+    // one at a time: a spread of a large hand-back's lines (150,000) overflows the stack
+    if (this.compacting) for (const line of lines) this.compacting.since.push(line);
     else if (!this.compactionDue && this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) {
       // begun on the next turn: the call that crossed the threshold (a burst's holds) is not made to wait for it too
       this.compactionDue = true;
@@ -152,14 +155,15 @@ export class MemoryDeferStore {
    * takes the journal's place leaves the journal whole.
    */
   private async compactInParts(): Promise<void> {
-    const state = this.stateLines();
-    const compacting: Compacting = { rewrite: (this.journal as DeferJournal).beginRewrite(), since: [], abandoned: false };
-    this.compacting = compacting;
+    let compacting: Compacting | undefined;
     try {
+      const state = this.stateLines();
+      compacting = { rewrite: (this.journal as DeferJournal).beginRewrite(), since: [], abandoned: false };
+      this.compacting = compacting;
       for (let from = 0; from < state.length; from += COMPACT_SLICE) {
         compacting.rewrite.write(state.slice(from, from + COMPACT_SLICE));
         await nextTurn();
-        if (compacting.abandoned) return;
+        if ((compacting as Compacting).abandoned) return;
       }
       // in one go with no turn between: no change can fall between the lines and the file taking over
       compacting.rewrite.finish(compacting.since);
@@ -170,7 +174,7 @@ export class MemoryDeferStore {
       // the next try once as much again has been appended
       this.lastCompactBytes = (this.journal as DeferJournal).appended;
     } finally {
-      if (this.compacting === compacting) this.compacting = undefined;
+      if (compacting !== undefined && this.compacting === compacting) this.compacting = undefined;
     }
   }
 

@@ -685,16 +685,40 @@ describe("memory defer store: the journal is always what is still owed", functio
     assert.ok(turns > changes.length, "every change came while it ran");
     const lines = readFileSync(file, "utf8").split("\n").filter((l) => l !== "");
     assert.ok(lines.length < 1 + 5 * COMPACT_SLICE + 1 + changes.length + 2, `${lines.length} lines: the state, then the changes made meanwhile`);
+    // after it: the new file takes the changes
+    await queue.defer(entry({ id: "after", dueAt: now + 3, msg: { n: 5 } }));
+    await queue.defer(entry({ id: "after-gone", dueAt: now - 20 }));
+    assert.deepEqual(await queue.ack((await queue.takeDue(1, 1000)).map((m) => m.id)).then(() => queue.size()), 1 + 5 * COMPACT_SLICE + 2);
     // the process dies here: no close
     const second = open(() => now + 30_000);
     const again = second.queue(GATE);
-    assert.equal(await again.size(), 1 + 5 * COMPACT_SLICE + 1, "head, the 5,000, late; gone released (h1 replaced, not added)");
+    assert.equal(await again.size(), 1 + 5 * COMPACT_SLICE + 2, "head, the 5,000, late, after; gone and after-gone released (h1 replaced, not added)");
     const due = await again.takeDue(10, 1000);
-    assert.deepEqual(due.map((m) => [m.id, m.msg, m.collapsed]), [["head", { n: 0 }, [{ n: 2 }]], ["late", { n: 1 }, undefined], ["h1", { replaced: true }, undefined]]);
+    assert.deepEqual(due.map((m) => [m.id, m.msg, m.collapsed]), [
+      ["head", { n: 0 }, [{ n: 2 }]], ["late", { n: 1 }, undefined], ["h1", { replaced: true }, undefined], ["after", { n: 5 }, undefined],
+    ]);
     const target = again.state().find((line) => line.op === "state" && line.id === `h${5 * COMPACT_SLICE - 10}`);
     assert.deepEqual(target?.op === "state" ? target.merged.map((m) => JSON.parse(m) as unknown) : undefined, [{ n: 3 }], "merged once, though its line was written after the merge");
     assert.deepEqual(warnings, []);
     second.close();
+  });
+
+  it("keeps a hand-back of 150,000 msgs made in one call while it compacts (its lines follow the compaction's)", async function () {
+    this.timeout(60_000);
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: 200_000 });
+    await fill(first.queue(GATE), 2 * COMPACT_SLICE, now);
+    await turn();
+    assert.ok(compacting());
+    const many = 150_000;
+    await first.queue(GATE).deferMany(Array.from({ length: many }, (_, i) => ({ entry: entry({ id: `back${i}`, dueAt: now + 1_000 + i, msg: { i } }) })));
+    while (compacting()) await turn();
+    // the process dies here
+    const second = open(() => now);
+    assert.equal(await second.queue(GATE).size(), 2 * COMPACT_SLICE + many);
+    assert.deepEqual(warnings, []);
+    second.close();
+    first.close();
   });
 
   it("a close while it compacts in parts leaves one whole journal, with every msg, and no temporary file", async () => {
