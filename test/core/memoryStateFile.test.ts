@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { MemoryStore, SNAPSHOT_SLICE, type MemorySnapshot } from "../../src/core/stores/memoryStore";
 import { MemoryStateFile } from "../../src/core/stores/memoryStateFile";
 import { loadSnapshot } from "../../src/core/stores/memoryPersistence";
@@ -99,6 +99,17 @@ describe("memory store state file", function () {
     const next = reloaded(file);
     const again = await next.claim([claimOf(`during${turns}`, "m-again"), claimOf("r99999", "m-other")]);
     assert.deepEqual(again.map((a) => (a as ClaimOutcome).allowed), [false, false], "both recipients' hourly caps are full after the reload");
+  });
+
+  it("removes the temporary files of a process that died mid-save, and none of its own process", async () => {
+    const store = new MemoryStore();
+    await claimAll(store, 10, "r");
+    await new MemoryStateFile(store, file).save();
+    const dead = [`${file}.999999999-3.tmp`, `${file}.tmp`];
+    const own = `${file}.${process.pid}-7.tmp`;
+    for (const name of [...dead, own]) writeFileSync(name, "{");
+    new MemoryStateFile(store, file);
+    assert.deepEqual(readdirSync(dirname(file)).sort(), [basename(file), basename(own)].sort());
   });
 
   it("does not write a store that has not changed since its last save, nor one just read back from its file", async () => {

@@ -1,5 +1,6 @@
+import { readdirSync, rmSync } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
-import { dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { MemoryStore } from "./memoryStore";
 
@@ -23,7 +24,28 @@ export class MemoryStateFile {
   /** each write has a temporary file of its own: the next deployment's cap-config may write beside a late one of this */
   private writes = 0;
 
-  constructor(private readonly store: MemoryStore, private readonly file: string) {}
+  constructor(private readonly store: MemoryStore, private readonly file: string) {
+    this.dropDeadWrites();
+  }
+
+  /** Temporary files of a process that died mid-save (another pid: this process's own writes end with a rename or a removal). */
+  private dropDeadWrites(): void {
+    const dir = dirname(this.file);
+    const prefix = `${basename(this.file)}.`;
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue;
+      // <file>.<pid>-<write>.tmp, or <file>.tmp of the versions that saved in one piece
+      const pid = Number(name.slice(prefix.length).split("-")[0]);
+      const dead = name === `${prefix}tmp` || (Number.isInteger(pid) && pid !== process.pid);
+      if (dead) rmSync(join(dir, name), { force: true });
+    }
+  }
 
   /** Resolves once a save begun after this call has landed (at once when nothing changed); rejects when it could not be written. */
   save(): Promise<void> {
@@ -85,7 +107,12 @@ export class MemoryStateFile {
       await handle.close();
       if (!written) await rm(temporary, { force: true });
     }
-    await rename(temporary, this.file);
+    try {
+      await rename(temporary, this.file);
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
     this.saved = changes;
   }
 }
