@@ -84,12 +84,6 @@ export class DeferJournal {
     this.appended += writeLines(this.fd, lines);
   }
 
-  /**
-   * A rewrite made a part at a time (the caller yields to the event loop
-   * between parts): the lines go to a temporary file of their own, and the
-   * journal is appended to as before until `finish` puts the temporary file in
-   * its place. A crash before then leaves the journal whole.
-   */
   private get partsFile(): string {
     return `${this.file}.parts.tmp`;
   }
@@ -99,6 +93,12 @@ export class DeferJournal {
     rmSync(this.partsFile, { force: true });
   }
 
+  /**
+   * A rewrite made a part at a time (the caller yields to the event loop
+   * between parts): the lines go to a temporary file of their own, and the
+   * journal is appended to as before until `finish` puts the temporary file in
+   * its place. A crash before then leaves the journal whole.
+   */
   beginRewrite(): JournalRewrite {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = this.partsFile;
