@@ -2,6 +2,7 @@ import type { Node, NodeAPI, NodeDef, NodeMessage } from "node-red";
 import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import type { DeferInput, DeferredMsg } from "../core/defer";
+import { heldJson } from "../core/defer/deferQueue";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import { pacedMsgId, pacedReleaseId, releaseId } from "../core/deferral/deferralIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
@@ -535,7 +536,14 @@ export default function register(RED: NodeAPI): void {
           }
           // A store fault: the hold may yet have landed (a timed-out call often has). The msg keeps its instant and is paced
           // here all the same; its release acks its id, so a copy that landed is not released again when its lease ends.
-          // Only a crash before then loses it, as the store could not take it.
+          // Only a crash before then loses it, as the store could not take it. A hold refused before it was sent (an open
+          // circuit) never made the msg's JSON: made here, so a msg the queue could not keep at a close goes to Catch now
+          try {
+            heldJson(queuedForm(msg));
+          } catch (bad) {
+            await giveBackInstant();
+            throw bad;
+          }
           holdFaults.failed(err);
         }
       }

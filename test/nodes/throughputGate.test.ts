@@ -8,6 +8,7 @@ import { SuiteStore } from "../support/suiteStore";
 import { useUserDir } from "../support/userDir";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
+import { StoreUnavailableError } from "../../src/core/errors";
 import type { DeferredMsg } from "../../src/core/defer";
 import { releaseId } from "../../src/core/deferral/deferralIds";
 
@@ -608,6 +609,22 @@ describe("throughput-gate", function () {
       assert.equal((config.service as CapService).access.breaker.isOpen(), false);
     });
   }
+
+  it("sends a msg it cannot hold durably to Catch also when its hold was refused unsent (an open circuit), not pace it where no close could keep it", async () => {
+    const { out, send } = await deploy({ store: "redis", gate: { rate: 2, burst: 1 } });
+    const deferrals = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals;
+    // every hold refused before it is sent, as an open circuit refuses it: the queue never made the msg's JSON
+    deferrals.hold = () => Promise.reject(new StoreUnavailableError("circuit_open", "circuit open"));
+    send({ messageId: "first" });
+    const loop: Record<string, unknown> = { messageId: "loop" };
+    loop.self = loop;
+    send(loop);
+    send({ messageId: "fine" });
+    await out.until(3, 3000);
+    assert.deepEqual(out.of("caught").map((c) => c.messageId), ["loop"]);
+    assert.match(String((out.of("caught")[0]?.error as { message: string }).message), /msg: cannot be held in the defer queue/);
+    assert.deepEqual(out.of("allowed").map((m) => m.messageId).sort(), ["fine", "first"], "a msg JSON can hold is paced in process through the fault");
+  });
 
   it("takes msg.reset without the fields only a send needs (a cap-config with requireTier)", async () => {
     const { out, send } = await deploy({ store: "memory", config: { requireTier: true }, gate: { rate: 1, burst: 1 } });
