@@ -120,13 +120,33 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
       assert.equal(calls, 1);
       assert.ok(answers.every((a) => a === undefined));
       assert.equal(await queue.size(), 2000);
-      // one the queue refuses (tried again for 5 s): only its caller hears of it, with its own msg
+      // one the queue refuses (for what it is: not tried again): only its caller hears of it, with its own msg
       calls = 0;
       const bad = { entry: held("g", "bad", { dueAt: Number.NaN }) };
       const [good, refused] = await Promise.all([deferrals.handBackInTurn("g", [{ entry: held("g", "ok", { dueAt: now + 60_000 }) }]), deferrals.handBackInTurn("g", [bad])]);
       assert.equal(good, undefined);
       assert.deepEqual(refused?.left, [bad]);
       assert.equal(await queue.size(), 2001);
+    });
+
+    it("does not try again to hand back a msg the queue refuses for what it is (JSON cannot hold it): one call, not one every 200 ms for 5 s", async () => {
+      const deferrals = start();
+      const queue = deferrals.queueOf("g");
+      const deferMany = queue.deferMany.bind(queue);
+      let calls = 0;
+      queue.deferMany = (items) => {
+        calls++;
+        return deferMany(items);
+      };
+      const loop: Record<string, unknown> = { n: 1 };
+      loop.self = loop;
+      const bad = { entry: held("g", "loop", { dueAt: Date.now() + 60_000, msg: loop }) };
+      const good = { entry: held("g", "fine", { dueAt: Date.now() + 60_000 }) };
+      const failed = await deferrals.handBack("g", [bad, good]);
+      assert.equal(calls, 1);
+      assert.deepEqual(failed?.left, [bad]);
+      assert.match(String(failed?.error.message), /msg: cannot be held in the defer queue/);
+      assert.equal(await queue.size(), 1);
     });
 
     it("drops, naming them, the msgs a gate handed back as it closed for good (it never ran again) once past their deadline", async () => {

@@ -3,7 +3,7 @@ import { ackReleased, BEAT_MS, DeferPoller } from "../defer";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
 import { SendFieldError, StoreUnavailableError } from "../errors";
-import { asStoreFailure } from "../storeFaults";
+import { asStoreFailure, isStoreFault } from "../storeFaults";
 
 /**
  * Hands out one due msg. A handler that returns a promise is waited for before
@@ -310,11 +310,18 @@ export class Deferrals {
     const until = Date.now() + retryForMs;
     let left = items;
     let error: Error | undefined;
+    /** items the queue refused for what they are (a msg JSON cannot hold): another try would refuse them again */
+    const refused: Omit<DeferItem, "leaseUntil">[] = [];
     for (;;) {
       try {
         const results = await this.queueOf(gate).deferMany(left);
-        const failed = left.filter((_, i) => results[i] instanceof Error);
-        error = results.find((r): r is Error => r instanceof Error);
+        const failed: Omit<DeferItem, "leaseUntil">[] = [];
+        left.forEach((item, i) => {
+          const result = results[i];
+          if (!(result instanceof Error)) return;
+          error = result;
+          (isStoreFault(result) ? failed : refused).push(item);
+        });
         left = failed;
       } catch (err) {
         error = err instanceof Error ? err : new Error(String(err));
@@ -322,6 +329,7 @@ export class Deferrals {
       if (left.length === 0 || Date.now() >= until) break;
       await sleep(HAND_BACK_RETRY_MS);
     }
+    left = [...left, ...refused];
     this.sizeChanged(gate);
     // in the registry as a gate whose queue holds msgs, though it has closed: should it never run again, the sweep
     // finds it once this beat ends and drops (and reports) them past their deadline, instead of keeping them for ever
