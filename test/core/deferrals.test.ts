@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import type { DeferInput, DeferredMsg } from "../../src/core/defer/deferQueue";
+import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/defer/deferQueue";
 import { LocalGateRegistry, RedisGateRegistry } from "../../src/core/defer/gateRegistry";
 import { MemoryDeferStore } from "../../src/core/defer/memoryDeferStore";
 import { RedisDeferQueue } from "../../src/core/defer/redisDeferQueue";
@@ -21,6 +21,18 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs: number,
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
+}
+
+/** The queue of gate "g", counting its deferMany calls. */
+function countingCalls(deferrals: Deferrals): { queue: DeferQueue; calls: { deferMany: number } } {
+  const queue = deferrals.queueOf("g");
+  const deferMany = queue.deferMany.bind(queue);
+  const calls = { deferMany: 0 };
+  queue.deferMany = (items) => {
+    calls.deferMany++;
+    return deferMany(items);
+  };
+  return { queue, calls };
 }
 
 const FAST: Partial<DeferralsOptions> = { polling: { idleMs: 20, leaseMs: 2000 }, beatMs: 50, sweepMs: 100 };
@@ -108,20 +120,13 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
 
     it("hands back what a gate gives back in one turn in one queue call: 2,000 msgs one by one, each caller told only of its own msg left", async () => {
       const deferrals = start();
-      const queue = deferrals.queueOf("g");
-      const deferMany = queue.deferMany.bind(queue);
-      let calls = 0;
-      queue.deferMany = (items) => {
-        calls++;
-        return deferMany(items);
-      };
+      const { queue, calls } = countingCalls(deferrals);
       const now = Date.now();
       const answers = await Promise.all(Array.from({ length: 2000 }, (_, i) => deferrals.handBackInTurn("g", [{ entry: held("g", `m${i}`, { dueAt: now + 60_000 }) }])));
-      assert.equal(calls, 1);
+      assert.equal(calls.deferMany, 1);
       assert.ok(answers.every((a) => a === undefined));
       assert.equal(await queue.size(), 2000);
       // one the queue refuses (for what it is: not tried again): only its caller hears of it, with its own msg
-      calls = 0;
       const bad = { entry: held("g", "bad", { dueAt: Number.NaN }) };
       const [good, refused] = await Promise.all([deferrals.handBackInTurn("g", [{ entry: held("g", "ok", { dueAt: now + 60_000 }) }]), deferrals.handBackInTurn("g", [bad])]);
       assert.equal(good, undefined);
@@ -131,19 +136,13 @@ function deferralsSuite(label: string, setup: () => Promise<{ instance: Instance
 
     it("does not try again to hand back a msg the queue refuses for what it is (JSON cannot hold it): one call, not one every 200 ms for 5 s", async () => {
       const deferrals = start();
-      const queue = deferrals.queueOf("g");
-      const deferMany = queue.deferMany.bind(queue);
-      let calls = 0;
-      queue.deferMany = (items) => {
-        calls++;
-        return deferMany(items);
-      };
+      const { queue, calls } = countingCalls(deferrals);
       const loop: Record<string, unknown> = { n: 1 };
       loop.self = loop;
       const bad = { entry: held("g", "loop", { dueAt: Date.now() + 60_000, msg: loop }) };
       const good = { entry: held("g", "fine", { dueAt: Date.now() + 60_000 }) };
       const failed = await deferrals.handBack("g", [bad, good]);
-      assert.equal(calls, 1);
+      assert.equal(calls.deferMany, 1);
       assert.deepEqual(failed?.left, [bad]);
       assert.match(String(failed?.error.message), /msg: cannot be held in the defer queue/);
       assert.equal(await queue.size(), 1);
