@@ -67,14 +67,17 @@ export class DeferJournal {
   }
 
   /** Replaces the whole file with these lines (atomically), and appends after them from now on. */
-  rewrite(lines: readonly object[]): void {
+  /** Answers the bytes written (what the next compaction is measured against). */
+  rewrite(lines: readonly object[]): number {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = `${this.file}.tmp`;
-    writeFileSync(temporary, [HEADER, ...lines].map((l) => `${JSON.stringify(l)}\n`).join(""));
+    const text = [HEADER, ...lines].map((l) => `${JSON.stringify(l)}\n`).join("");
+    writeFileSync(temporary, text);
     this.closeFile();
     renameSync(temporary, this.file);
     this.fd = openSync(this.file, "a");
     this.appended = 0;
+    return Buffer.byteLength(text);
   }
 
   append(lines: readonly object[]): void {
