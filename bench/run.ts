@@ -39,6 +39,12 @@ function printSection(legend: string, table: string): void {
   console.log(table);
 }
 
+/** The raw run's Redis CPU per call: beside a row's, it shows how far batching can take the gate before Redis itself is the limit. */
+function rawCpuNote(rows: readonly BurstReport[]): string {
+  const raw = rows.find((r) => r.rawRedisCpuUsPerCall !== undefined)?.rawRedisCpuUsPerCall;
+  return raw === undefined ? "" : `, Redis CPU ${raw.toFixed(1)} µs per call`;
+}
+
 /** `npm run bench`: one markdown table on stdout; progress and Node-RED warnings on stderr. */
 async function main(): Promise<void> {
   const settings = readSettings();
@@ -104,7 +110,8 @@ async function main(): Promise<void> {
     if (burstRows.length > 0) {
       console.log("");
       console.log(`burst: every msg handed to the gate in one tick (what a split node does), no bound on msgs in flight, over msgs ÷ 2 recipients; `
-        + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim, as above`);
+        + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim in this run${rawCpuNote(burstRows)}; `
+        + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu)");
       console.log("");
       console.log(burstTable(burstRows));
       if (burstRows.some((r) => r.verdicts.failOpen + r.verdicts.errors + r.verdicts.overloaded > 0)) process.exitCode = 1;

@@ -17,6 +17,10 @@ export interface BurstRow {
   verdicts: Verdicts;
   /** the most heap in use while draining, MB */
   peakHeapMb: number;
+  /** this process's CPU (Node-RED, the gate, the bench's own tally) per msg while draining, µs */
+  nodeCpuUsPerMsg: number;
+  /** Redis's CPU per msg while draining, µs (Redis rows) */
+  redisCpuUsPerMsg?: number;
 }
 
 export interface BurstOptions {
@@ -27,6 +31,8 @@ export interface BurstOptions {
   redisUrl: string;
   keyPrefix: string;
   seed: number;
+  /** Redis's CPU seconds so far (Redis rows): read before and after the drain */
+  redisCpu?: () => Promise<number>;
 }
 
 /**
@@ -44,7 +50,9 @@ export async function runBurst(red: EmbeddedRed, completions: Completions, optio
   collectGarbage();
   const verdicts = noVerdicts();
   let peakHeap = process.memoryUsage().heapUsed;
+  const redisCpuBefore = await options.redisCpu?.();
   const sampler = setInterval(() => { peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed); }, 20);
+  const cpuBefore = process.cpuUsage();
   const began = performance.now();
   const drained = new Promise<number>((resolve) => {
     let left = msgs.length;
@@ -57,11 +65,15 @@ export async function runBurst(red: EmbeddedRed, completions: Completions, optio
   });
   for (const msg of msgs) gate.receive(msg);
   const ended = await drained;
+  const cpu = process.cpuUsage(cpuBefore);
+  const redisCpuAfter = await options.redisCpu?.();
   clearInterval(sampler);
   peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
   const drainMs = ended - began;
   return {
     store: options.store, caps: options.caps, msgs: options.msgs, drainMs,
     msgsPerSec: options.msgs / (drainMs / 1000), verdicts, peakHeapMb: peakHeap / 2 ** 20,
+    nodeCpuUsPerMsg: (cpu.user + cpu.system) / options.msgs,
+    ...(redisCpuBefore !== undefined && redisCpuAfter !== undefined ? { redisCpuUsPerMsg: ((redisCpuAfter - redisCpuBefore) * 1e6) / options.msgs } : {}),
   };
 }

@@ -5,6 +5,7 @@ import { runRawScenario } from "../rawScenario";
 import type { RedisEndpoint } from "../redis/endpoint";
 import { dropKeys } from "../redis/keys";
 import type { BurstReport } from "../report/burstTable";
+import { redisCpuSeconds } from "../redis/redisCpu";
 import { capsOf } from "../scenarios";
 import type { BenchSettings } from "../settings";
 import { runBurst } from "./measureBurst";
@@ -38,8 +39,9 @@ export async function measureBursts(ctx: BurstContext): Promise<BurstReport[]> {
       progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps`);
       const row = await runBurst(ctx.red, ctx.completions, {
         store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed,
+        ...(store === "redis" ? { redisCpu: () => redisCpuSeconds(ctx.redis) } : {}),
       });
-      rows.push({ ...row, ...(store === "redis" ? { rawPerSec: raw.perSec } : {}) });
+      rows.push({ ...row, ...(store === "redis" ? { rawPerSec: raw.perSec, rawRedisCpuUsPerCall: raw.redisCpuUsPerCall } : {}) });
       if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
     }
   }

@@ -4,10 +4,12 @@ import { ms, renderTable, whole } from "./markdown";
 /** A burst row with the raw EVALSHA rate of one claim of the same caps, measured in the same run. */
 export interface BurstReport extends BurstRow {
   rawPerSec?: number;
+  /** Redis's CPU per call of that raw run, µs */
+  rawRedisCpuUsPerCall?: number;
 }
 
-const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "raw EVALSHA/s", "÷ raw", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
-const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true];
+const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "raw EVALSHA/s", "÷ raw", "Node CPU µs/msg", "Redis CPU µs/msg", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
+const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 function cells(row: BurstReport): string[] {
   const v = row.verdicts;
@@ -20,6 +22,8 @@ function cells(row: BurstReport): string[] {
     whole.format(row.msgsPerSec),
     row.rawPerSec === undefined ? "—" : whole.format(row.rawPerSec),
     row.rawPerSec === undefined ? "—" : (row.msgsPerSec / row.rawPerSec).toFixed(2),
+    row.nodeCpuUsPerMsg.toFixed(1),
+    row.redisCpuUsPerMsg === undefined ? "—" : row.redisCpuUsPerMsg.toFixed(1),
     whole.format(v.allowed),
     whole.format(v.skipped),
     whole.format(v.failOpen),
