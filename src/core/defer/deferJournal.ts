@@ -72,7 +72,13 @@ export class DeferJournal {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = `${this.file}.tmp`;
     const text = [HEADER, ...lines].map((l) => `${JSON.stringify(l)}\n`).join("");
-    writeFileSync(temporary, text);
+    try {
+      writeFileSync(temporary, text);
+    } catch (err) {
+      // a full disk: the journal stays as it is, and no half-written copy is left beside it
+      rmSync(temporary, { force: true });
+      throw err;
+    }
     this.closeFile();
     renameSync(temporary, this.file);
     this.fd = openSync(this.file, "a");

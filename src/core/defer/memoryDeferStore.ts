@@ -30,6 +30,9 @@ type JournalLine = QueueChange & { g: string };
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 1_000;
 
+/** How soon a journal that could not be written (a full disk) is tried again, written whole. */
+export const JOURNAL_RETRY_MS = 1_000;
+
 /** A compaction under way while the queues run: the journal's changes since it began, to follow what it writes. */
 interface Compacting {
   rewrite: JournalRewrite;
@@ -54,6 +57,8 @@ export class MemoryDeferStore {
   private closed = false;
   private compacting: Compacting | undefined;
   private compactionDue = false;
+  /** the journal could not be written (a full disk): it misses changes until it is written whole again */
+  private journalFault: { retry?: NodeJS.Timeout } | undefined;
 
   constructor(private readonly options: MemoryDeferStoreOptions) {
     this.codec = options.codec ?? plainCodec;
@@ -104,19 +109,40 @@ export class MemoryDeferStore {
     this.closed = true;
     for (const queue of this.queues.values()) void queue.close();
     this.abandonCompaction();
+    clearTimeout(this.journalFault?.retry);
     if (this.journal) {
-      this.compact();
+      try {
+        this.compact();
+      } catch (err) {
+        this.options.warn(`memory defer queue: could not write ${String(this.options.file)} as it closed (${(err as Error).message}): `
+          + `what it holds is as ${this.journalFault ? "its last whole write" : "the journal"} left it`);
+      }
       this.journal.close();
     }
   }
 
+  /**
+   * Each change goes to the journal before the call that made it returns. A
+   * write that fails (a full disk) fails no call: the change is made and the
+   * queue goes on from memory, as a Redis queue would were its persistence
+   * failing. Thrown at the caller, a hold already made would have gone to
+   * Catch and been released too. The journal, which now misses a change, is
+   * not appended to again; it is written whole every JOURNAL_RETRY_MS until
+   * that succeeds. Only a crash meanwhile loses what changed since the fault.
+   */
   private record(gate: string, changes: QueueChange[]): void {
     if (!this.journal || this.closed) return;
     const lines = changes.map((change) => ({ g: gate, ...change }));
-    this.journal.append(lines);
     // one at a time: a spread of a large hand-back's lines (150,000) overflows the stack
     if (this.compacting) for (const line of lines) this.compacting.since.push(line);
-    else if (!this.compactionDue && this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) {
+    if (this.journalFault) return;
+    try {
+      this.journal.append(lines);
+    } catch (err) {
+      this.journalFailed(err as Error);
+      return;
+    }
+    if (!this.compacting && !this.compactionDue && this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) {
       // begun on the next turn: the call that crossed the threshold (a burst's holds) is not made to wait for it too
       this.compactionDue = true;
       setImmediate(() => {
@@ -124,6 +150,25 @@ export class MemoryDeferStore {
         if (!this.closed && !this.compacting) void this.compactInParts();
       });
     }
+  }
+
+  private journalFailed(err: Error): void {
+    if (this.journalFault) return;
+    this.options.warn(`memory defer queue: could not write ${String(this.options.file)} (${err.message}): the held msgs stay in memory and leave as due, `
+      + `but a restart now would lose what changed since; it is written whole again once it can be`);
+    this.journalFault = {};
+    this.retryJournal();
+  }
+
+  private retryJournal(): void {
+    const fault = this.journalFault;
+    if (!fault || this.closed) return;
+    fault.retry = setTimeout(() => {
+      fault.retry = undefined;
+      // a compaction under way writes every change too: its end is the repair
+      if (!this.closed && !this.compacting) void this.compactInParts();
+    }, JOURNAL_RETRY_MS);
+    fault.retry.unref();
   }
 
   /** What is held now, as the lines that rebuild it: made at once (each msg's text is a string already, shared, not copied). */
@@ -168,11 +213,20 @@ export class MemoryDeferStore {
       // in one go with no turn between: no change can fall between the lines and the file taking over
       compacting.rewrite.finish(compacting.since);
       this.lastCompactBytes = compacting.rewrite.bytes;
+      if (this.journalFault) {
+        this.journalFault = undefined;
+        this.options.warn(`memory defer queue: ${String(this.options.file)} is written whole again`);
+      }
     } catch (err) {
-      this.options.warn(`memory defer queue: could not compact ${String(this.options.file)} (it keeps growing until the next try): ${(err as Error).message}`);
       this.abandonCompaction();
-      // the next try once as much again has been appended
-      this.lastCompactBytes = (this.journal as DeferJournal).appended;
+      if (this.journalFault) {
+        // warned of once: tried again until it works
+        this.retryJournal();
+      } else {
+        this.options.warn(`memory defer queue: could not compact ${String(this.options.file)} (it keeps growing until the next try): ${(err as Error).message}`);
+        // the next try once as much again has been appended
+        this.lastCompactBytes = (this.journal as DeferJournal).appended;
+      }
     } finally {
       if (compacting !== undefined && this.compacting === compacting) this.compacting = undefined;
     }
