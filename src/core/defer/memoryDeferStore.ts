@@ -30,8 +30,9 @@ type JournalLine = QueueChange & { g: string };
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 1_000;
 
-/** How soon a journal that could not be written (a full disk) is tried again, written whole. */
+/** How soon a journal that could not be written (a full disk) is first tried again, written whole; then twice as long each time, up to JOURNAL_RETRY_MAX_MS. */
 export const JOURNAL_RETRY_MS = 1_000;
+const JOURNAL_RETRY_MAX_MS = 30_000;
 
 /** A compaction under way while the queues run: the journal's changes since it began, to follow what it writes. */
 interface Compacting {
@@ -58,7 +59,7 @@ export class MemoryDeferStore {
   private compacting: Compacting | undefined;
   private compactionDue = false;
   /** the journal could not be written (a full disk): it misses changes until it is written whole again */
-  private journalFault: { retry?: NodeJS.Timeout } | undefined;
+  private journalFault: { retry?: NodeJS.Timeout; delayMs: number } | undefined;
 
   constructor(private readonly options: MemoryDeferStoreOptions) {
     this.codec = options.codec ?? plainCodec;
@@ -127,8 +128,9 @@ export class MemoryDeferStore {
    * queue goes on from memory, as a Redis queue would were its persistence
    * failing. Thrown at the caller, a hold already made would have gone to
    * Catch and been released too. The journal, which now misses a change, is
-   * not appended to again; it is written whole every JOURNAL_RETRY_MS until
-   * that succeeds. Only a crash meanwhile loses what changed since the fault.
+   * not appended to again; it is written whole after JOURNAL_RETRY_MS, then
+   * twice as long each time, until that succeeds. Only a crash meanwhile
+   * loses what changed since the fault.
    */
   private record(gate: string, changes: QueueChange[]): void {
     if (!this.journal || this.closed) return;
@@ -156,18 +158,21 @@ export class MemoryDeferStore {
     if (this.journalFault) return;
     this.options.warn(`memory defer queue: could not write ${String(this.options.file)} (${err.message}): the held msgs stay in memory and leave as due, `
       + `but a restart now would lose what changed since; it is written whole again once it can be`);
-    this.journalFault = {};
+    this.journalFault = { delayMs: JOURNAL_RETRY_MS };
     this.retryJournal();
   }
 
+  /** Writes the journal whole after a while; each try lists every held msg (~85 ms for 100,000), so a lasting fault is tried less and less often. */
   private retryJournal(): void {
     const fault = this.journalFault;
     if (!fault || this.closed) return;
+    const delayMs = fault.delayMs;
+    fault.delayMs = Math.min(delayMs * 2, JOURNAL_RETRY_MAX_MS);
     fault.retry = setTimeout(() => {
       fault.retry = undefined;
       // a compaction under way writes every change too: its end is the repair
       if (!this.closed && !this.compacting) void this.compactInParts();
-    }, JOURNAL_RETRY_MS);
+    }, delayMs);
     fault.retry.unref();
   }
 
