@@ -15,9 +15,14 @@ export interface JournalRewrite {
   abandon(): void;
 }
 
+/** Lines as the journal keeps them: one JSON object per line. */
+function linesText(lines: readonly object[]): string {
+  return lines.map((l) => `${JSON.stringify(l)}\n`).join("");
+}
+
 /** Writes lines of JSON in one go (all of a call's lines, or none and one cut short); answers the bytes written. */
 function writeLines(fd: number, lines: readonly object[]): number {
-  const buffer = Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(""), "utf8");
+  const buffer = Buffer.from(linesText(lines), "utf8");
   let written = 0;
   while (written < buffer.length) written += writeSync(fd, buffer, written);
   return buffer.length;
@@ -66,12 +71,15 @@ export class DeferJournal {
     return { lines, problems };
   }
 
-  /** Replaces the whole file with these lines (atomically), and appends after them from now on. */
-  /** Answers the bytes written (what the next compaction is measured against). */
+  /**
+   * Replaces the whole file with these lines (atomically), and appends after
+   * them from now on. Answers the bytes written (what the next compaction is
+   * measured against).
+   */
   rewrite(lines: readonly object[]): number {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = `${this.file}.tmp`;
-    const text = [HEADER, ...lines].map((l) => `${JSON.stringify(l)}\n`).join("");
+    const text = linesText([HEADER, ...lines]);
     try {
       writeFileSync(temporary, text);
     } catch (err) {
