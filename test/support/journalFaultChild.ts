@@ -9,6 +9,7 @@ import { JOURNAL_RETRY_MS, MemoryDeferStore } from "../../src/core/defer/memoryD
 import type { DeferInput } from "../../src/core/defer/deferQueue";
 
 const file = process.argv[2] as string;
+const BURST = 5_000;
 const now = Date.now();
 const warnings: string[] = [];
 const answers: { call: string; ok: boolean; detail: unknown }[] = [];
@@ -38,6 +39,11 @@ async function main(): Promise<void> {
   await answer("hold d", () => queue.defer(held("d", now + 60_000, "small")));
   const taken = (await answer("take", () => queue.takeDue(10, 30_000).then((msgs) => msgs.map((m) => m.id)))) as string[] | undefined;
   await answer("ack", () => queue.ack(taken ?? []));
+  // a burst held, handed out and acked while the journal cannot be written (a split node's thousands in one tick)
+  const burst = Array.from({ length: BURST }, (_, i) => ({ entry: held(`burst-${i}`, now - 1, "small") }));
+  await answer("hold burst", () => queue.deferMany(burst).then((results) => results.filter((r) => !(r instanceof Error)).length));
+  const burstTaken = (await answer("take burst", () => queue.takeDue(2 * BURST, 30_000).then((msgs) => msgs.map((m) => m.id)))) as string[] | undefined;
+  await answer("ack burst", () => queue.ack(burstTaken ?? []));
   const faultWarnings = warnings.length;
   // what is held now fits: the next whole write, JOURNAL_RETRY_MS on, succeeds
   await new Promise((resolve) => setTimeout(resolve, JOURNAL_RETRY_MS + 500));

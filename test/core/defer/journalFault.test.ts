@@ -36,9 +36,14 @@ describe("memory defer store: a journal that cannot be written (a full disk)", f
 
     // a throw here would send a msg the queue holds to Catch, and the queue would release it too
     assert.deepEqual(report.answers.map((a) => [a.call, a.ok]), [
-      ["hold a", true], ["hold b", true], ["hold big", true], ["hold d", true], ["take", true], ["ack", true], ["hold e", true],
-    ], JSON.stringify(report.answers));
+      ["hold a", true], ["hold b", true], ["hold big", true], ["hold d", true], ["take", true], ["ack", true],
+      ["hold burst", true], ["take burst", true], ["ack burst", true], ["hold e", true],
+    ], JSON.stringify(report.answers.map((a) => [a.call, a.ok, typeof a.detail === "string" ? a.detail : undefined])));
     assert.deepEqual(report.answers.find((a) => a.call === "take")?.detail, ["big"], "the msg whose write failed is held, and handed out once");
+    assert.equal(report.answers.find((a) => a.call === "hold burst")?.detail, 5_000, "each msg of the burst held during the fault");
+    const burst = report.answers.find((a) => a.call === "take burst")?.detail as string[];
+    assert.equal(burst.length, 5_000);
+    assert.equal(new Set(burst).size, 5_000, "each handed out once");
     assert.equal(report.size, 4);
     assert.equal(report.faultWarnings, 1, report.warnings.join("\n"));
     assert.match(report.warnings[0] ?? "", /could not write .*File too large|EFBIG/);
