@@ -83,32 +83,35 @@ function recordReleases(into: Release[]): (m: Msg) => void {
 }
 
 /**
- * Released at the rate: no msg leaves before its reserved instant, the
- * instants of every ten consecutive held msgs span at least ten intervals
- * (less 1 ms of rounding each end), and no gap between releases is below half
- * an interval. One release a timer fired late for (a GC pause) shrinks only the
- * gap after it: the next still leaves at its own instant, as the shared
- * reservations say.
+ * how late one release may run (a GC pause, a busy CI box: 45 ms seen once in CI, for the first held msg after a burst of
+ * 40 was held) before it counts as let out late
  */
-/** how late one release may run (a GC pause, a busy CI box: 30 ms seen with a reviewer running beside the suite) before a run of them counts as bunched */
 const HICCUP_MS = 40;
 
+/**
+ * Released at the rate: no msg leaves before its reserved instant, the
+ * instants of every ten consecutive held msgs span at least ten intervals
+ * (less 1 ms of rounding each end), and the msgs leave at their instants, not
+ * in batches: at most a tenth of them (or 2) trail their instant by more than a
+ * hiccup. Releases let out in batches trail by up to a batch's period, most of
+ * them by more than a hiccup; one release a GC pause made late shrinks only the
+ * gap after it (the next still leaves at its own instant), which is why the
+ * gaps between releases are not what is checked.
+ */
 function assertPaced(releases: readonly Release[], intervalMs: number): void {
   const sorted = [...releases].sort((a, b) => a.at - b.at);
   const gaps = sorted.slice(1).map((r, i) => r.at - (sorted[i] as Release).at);
-  // never bunched: any 10 gaps in a row span 10 intervals, less a hiccup (one release a GC pause late, the next on time,
-  // shows one short gap; releases let out in batches show many)
-  for (let k = 0; k + 10 < sorted.length; k++) {
-    const span = (sorted[k + 10] as Release).at - (sorted[k] as Release).at;
-    assert.ok(span >= 10 * intervalMs - HICCUP_MS, `releases ${k}..${k + 10} within ${span} ms: gaps ${gaps.join(",")}`);
-  }
   for (const r of sorted) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${r.due !== undefined ? r.due - r.at : 0} ms before its instant`);
   // a msg that passed at once has no instant to compare (it left a little after its reservation)
-  const instants = sorted.flatMap((r) => (r.due !== undefined ? [r.due] : []));
+  const held = sorted.flatMap((r) => (r.due !== undefined ? [{ at: r.at, due: r.due }] : []));
+  const instants = held.map((r) => r.due);
   for (let k = 0; k + 10 < instants.length; k++) {
     const span = (instants[k + 10] as number) - (instants[k] as number);
     assert.ok(span >= 10 * intervalMs - 2, `instants ${k}..${k + 10} within ${span} ms: gaps ${gaps.join(",")}`);
   }
+  const late = held.map((r) => r.at - r.due);
+  const tardy = late.filter((ms) => ms > HICCUP_MS).length;
+  assert.ok(tardy <= Math.max(2, Math.floor(held.length / 10)), `${tardy} of ${held.length} left over ${HICCUP_MS} ms after their instants: ${late.join(",")} ms (gaps ${gaps.join(",")})`);
 }
 
 /**
