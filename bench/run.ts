@@ -26,6 +26,7 @@ import { measureStateFile, stateFileTable } from "./stateFile/measureStateFile";
 import { totalsTable } from "./report/totalsTable";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
+import type { Verdicts } from "./load/verdicts";
 
 function progress(text: string): void {
   process.stderr.write(`[bench] ${text}\n`);
@@ -40,6 +41,16 @@ function printSection(legend: string, table: string): void {
 }
 
 /** The raw run's Redis CPU per call: beside a row's, it shows how far batching can take the gate before Redis itself is the limit. */
+function failures(v: Verdicts): number {
+  return v.failOpen + v.errors + v.overloaded;
+}
+
+/** A warm-up burst is not a row, but what it failed is shown (and fails the run) as a row's would. */
+function warmUpFaults(rows: readonly BurstReport[]): string[] {
+  return rows.filter((r) => failures(r.warmUp) > 0).map((r) =>
+    `warm-up of burst-${r.store}-${r.caps}cap-${r.msgs / 1000}k: ${r.warmUp.failOpen} fail_open, ${r.warmUp.overloaded} overloaded, ${r.warmUp.errors} errors${r.warmUp.firstError ? ` (${r.warmUp.firstError})` : ""}`);
+}
+
 function rawCpuNote(rows: readonly BurstReport[]): string {
   const raw = rows.find((r) => r.rawRedisCpuUsPerCall !== undefined)?.rawRedisCpuUsPerCall;
   return raw === undefined ? "" : `, Redis CPU ${raw.toFixed(1)} µs per call`;
@@ -109,12 +120,13 @@ async function main(): Promise<void> {
     }
     if (burstRows.length > 0) {
       console.log("");
-      console.log(`burst: every msg handed to the gate in one tick (what a split node does), no bound on msgs in flight, over msgs ÷ 2 recipients; `
+      console.log(`burst: every msg handed to the gate in one tick (what a split node does), no bound on msgs in flight, over msgs ÷ 2 recipients, after two unmeasured bursts of the same size through the same gate (first burst: the first of them, right after the deploy); `
         + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim in this run${rawCpuNote(burstRows)}; `
         + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu)");
       console.log("");
       console.log(burstTable(burstRows));
-      if (burstRows.some((r) => r.verdicts.failOpen + r.verdicts.errors + r.verdicts.overloaded > 0)) process.exitCode = 1;
+      for (const line of warmUpFaults(burstRows)) console.log(line);
+      if (burstRows.some((r) => failures(r.verdicts) + failures(r.warmUp) > 0)) process.exitCode = 1;
     }
     if (adRows.length > 0) {
       printSection("ad path: caps ad 3/day ⊂ campaign 10/week ⊂ category 5/hour (per ad_id, campaign_id, category); 50 candidate ads over 5 campaigns "

@@ -17,6 +17,20 @@ export function noVerdicts(): Verdicts {
   return { allowed: 0, skipped: 0, failOpen: 0, overloaded: 0, errors: 0 };
 }
 
+/** The verdicts of several runs together (the first error kept). */
+export function sumVerdicts(all: readonly Verdicts[]): Verdicts {
+  const sum = noVerdicts();
+  for (const v of all) {
+    sum.allowed += v.allowed;
+    sum.skipped += v.skipped;
+    sum.failOpen += v.failOpen;
+    sum.overloaded += v.overloaded;
+    sum.errors += v.errors;
+    if (v.firstError !== undefined) sum.firstError ??= v.firstError;
+  }
+  return sum;
+}
+
 /**
  * Tallies one completed msg: an error passed to done(), else msg.admission (SPEC §3).
  * With `capIds`, a msg admitted (not failing open) without a claim on exactly

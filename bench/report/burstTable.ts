@@ -8,8 +8,8 @@ export interface BurstReport extends BurstRow {
   rawRedisCpuUsPerCall?: number;
 }
 
-const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "raw EVALSHA/s", "÷ raw", "Node CPU µs/msg", "Redis CPU µs/msg", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
-const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "first burst msgs/s", "raw EVALSHA/s", "÷ raw", "Node CPU µs/msg", "Redis CPU µs/msg", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
+const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 function cells(row: BurstReport): string[] {
   const v = row.verdicts;
@@ -20,6 +20,7 @@ function cells(row: BurstReport): string[] {
     whole.format(row.msgs),
     ms(row.drainMs),
     whole.format(row.msgsPerSec),
+    whole.format(row.firstBurstPerSec),
     row.rawPerSec === undefined ? "—" : whole.format(row.rawPerSec),
     row.rawPerSec === undefined ? "—" : (row.msgsPerSec / row.rawPerSec).toFixed(2),
     row.nodeCpuUsPerMsg.toFixed(1),
