@@ -2,6 +2,7 @@ import Redis from "ioredis";
 import { Completions } from "./load/completions";
 import { measureAdPath } from "./adPath/measureAdPath";
 import { measureBursts } from "./burst/measureBursts";
+import { YOUNG_GEN_FLAGS, YOUNG_GEN_MB } from "./burst/youngGen";
 import { measureCore } from "./core/measureCore";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { cpuTicks, describeMachine, stolenShare } from "./machine";
@@ -15,7 +16,7 @@ import { endpointOf } from "./redis/endpoint";
 import { countKeys, dropKeys, runPrefix } from "./redis/keys";
 import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } from "./report/summary";
 import { adPathTable } from "./report/adPathTable";
-import { burstTable, type BurstReport } from "./report/burstTable";
+import { burstName, burstTable, type BurstReport } from "./report/burstTable";
 import { coreTables } from "./report/coreTable";
 import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
@@ -48,7 +49,7 @@ function failures(v: Verdicts): number {
 /** A warm-up burst is not a row, but what it failed is shown (and fails the run) as a row's would. */
 function warmUpFaults(rows: readonly BurstReport[]): string[] {
   return rows.filter((r) => failures(r.warmUp) > 0).map((r) =>
-    `warm-up of burst-${r.store}-${r.caps}cap-${r.msgs / 1000}k: ${r.warmUp.failOpen} fail_open, ${r.warmUp.overloaded} overloaded, ${r.warmUp.errors} errors${r.warmUp.firstError ? ` (${r.warmUp.firstError})` : ""}`);
+    `warm-up of ${burstName(r)}: ${r.warmUp.failOpen} fail_open, ${r.warmUp.overloaded} overloaded, ${r.warmUp.errors} errors${r.warmUp.firstError ? ` (${r.warmUp.firstError})` : ""}`);
 }
 
 function rawCpuNote(rows: readonly BurstReport[]): string {
@@ -122,7 +123,8 @@ async function main(): Promise<void> {
       console.log("");
       console.log(`burst: every msg handed to the gate in one tick (what a split node does), no bound on msgs in flight, over msgs ÷ 2 recipients, after two unmeasured bursts of the same size through the same gate (first burst: the first of them, right after the deploy); `
         + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim in this run${rawCpuNote(burstRows)}; `
-        + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu)");
+        + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu); "
+        + `-ss${YOUNG_GEN_MB}: the same rows in a Node started with ${YOUNG_GEN_FLAGS.join(" ")} (a larger young generation, README "Bursts")`);
       console.log("");
       console.log(burstTable(burstRows));
       for (const line of warmUpFaults(burstRows)) console.log(line);

@@ -24,6 +24,8 @@ export interface BurstRow {
   firstBurstPerSec: number;
   /** the most heap in use while draining, MB */
   peakHeapMb: number;
+  /** set: measured in a Node started with `--max-semi-space-size` of this many MB (youngGen.ts) */
+  youngGenMb?: number;
   /** this process's CPU (Node-RED, the gate, the bench's own tally) per msg while draining, µs */
   nodeCpuUsPerMsg: number;
   /** Redis's CPU per msg while draining, µs (Redis rows) */

@@ -11,10 +11,15 @@ export interface BurstReport extends BurstRow {
 const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "first burst msgs/s", "raw EVALSHA/s", "÷ raw", "Node CPU µs/msg", "Redis CPU µs/msg", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
 const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
+/** e.g. burst-redis-3cap-100k, and -ss64 when measured with a 64 MB semi-space */
+export function burstName(row: BurstRow): string {
+  return `burst-${row.store}-${row.caps}cap-${row.msgs / 1000}k${row.youngGenMb === undefined ? "" : `-ss${row.youngGenMb}`}`;
+}
+
 function cells(row: BurstReport): string[] {
   const v = row.verdicts;
   return [
-    `burst-${row.store}-${row.caps}cap-${row.msgs / 1000}k`,
+    burstName(row),
     row.store,
     String(row.caps),
     whole.format(row.msgs),
