@@ -62,7 +62,12 @@ interface Release {
   due?: number;
 }
 
-/** Sends 5 msgs to a gate of 5/s, burst 1: the 4 held (due 200-800 ms on) each leave within 60 ms of its instant. */
+/**
+ * Sends 5 msgs to a gate of 5/s, burst 1: the 4 held (due 200-800 ms on) leave
+ * at their instants: all within 250 ms (the queue's poll), all but one within
+ * 60 ms (one may meet a pause of the busy box). Released by the poll instead,
+ * most would trail by more than 60 ms.
+ */
 async function assertHeldOnTime(out: Collector, send: (msg: Record<string, unknown>) => void): Promise<void> {
   const releases: Release[] = [];
   helper.getNode("allowed")?.on("input", recordReleases(releases));
@@ -71,7 +76,7 @@ async function assertHeldOnTime(out: Collector, send: (msg: Record<string, unkno
   const held = releases.filter((r) => r.due !== undefined);
   assert.equal(held.length, 4);
   const late = held.map((r) => r.at - (r.due as number));
-  assert.ok(Math.max(...late) < 60, `held msgs left ${late.join(", ")} ms after their instants`);
+  assert.ok(Math.max(...late) < 250 && late.filter((ms) => ms >= 60).length <= 1, `held msgs left ${late.join(", ")} ms after their instants`);
 }
 
 /** Each msg out of allowed, as it arrives: when, and its reserved instant. */
