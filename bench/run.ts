@@ -41,7 +41,7 @@ function printSection(legend: string, table: string): void {
   console.log(table);
 }
 
-/** The raw run's Redis CPU per call: beside a row's, it shows how far batching can take the gate before Redis itself is the limit. */
+/** What a row must not have: msgs failed open, refused as overloaded, or errors. */
 function failures(v: Verdicts): number {
   return v.failOpen + v.errors + v.overloaded;
 }
@@ -52,6 +52,7 @@ function warmUpFaults(rows: readonly BurstReport[]): string[] {
     `warm-up of ${burstName(r)}: ${r.warmUp.failOpen} fail_open, ${r.warmUp.overloaded} overloaded, ${r.warmUp.errors} errors${r.warmUp.firstError ? ` (${r.warmUp.firstError})` : ""}`);
 }
 
+/** The raw run's Redis CPU per call: beside a row's, it shows how far batching can take the gate before Redis itself is the limit. */
 function rawCpuNote(rows: readonly BurstReport[]): string {
   const raw = rows.find((r) => r.rawRedisCpuUsPerCall !== undefined)?.rawRedisCpuUsPerCall;
   return raw === undefined ? "" : `, Redis CPU ${raw.toFixed(1)} µs per call`;

@@ -6,7 +6,8 @@ import type { BurstRow } from "./measureBurst";
  * started with: `node --max-semi-space-size=64` (or the same in NODE_OPTIONS).
  * A burst's msgs are garbage within milliseconds but the default 16 MB
  * semi-space fills every ~1,500 msgs, and each scavenge copies the ~2-3 MB of
- * msgs in flight: 70 scavenges per 100,000 msgs, about a quarter of the drain.
+ * msgs in flight and promotes ~2 MB more: 70 scavenges per 100,000 msgs,
+ * about a quarter of the drain.
  */
 export const YOUNG_GEN_MB = 64;
 export const YOUNG_GEN_FLAGS = [`--max-semi-space-size=${YOUNG_GEN_MB}`];
