@@ -3,6 +3,7 @@ import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal
 import type { StoreUnavailableError } from "./errors";
 import { namesRecord } from "./ownKeys";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
+import type { CounterOutcome } from "./stores/admissionStore";
 
 export type AdmissionStatus = "allowed" | "skipped" | "deferred";
 export type AdmissionReason =
@@ -150,15 +151,22 @@ export function seconds(ms: number | null): number | null {
   return ms === null ? null : Math.max(1, Math.ceil(ms / 1000));
 }
 
+const fieldOf = (cap: ApplicableCap): string => cap.field;
+const capIdOf = (cap: ApplicableCap): string => cap.rule.id;
+
 /** The claim of slots in some caps' counters, to be given back by `release`. */
 function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], attempt: ClaimAttempt, at: string): AdmissionClaim {
   const claim: AdmissionClaim = {
     gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: attempt.member, token: attempt.token,
-    key: (caps[0] as ApplicableCap).key, fields: caps.map((c) => c.field), cap_ids: caps.map((c) => c.rule.id), at,
+    key: (caps[0] as ApplicableCap).key, fields: caps.map(fieldOf), cap_ids: caps.map(capIdOf), at,
   };
   // a give-back tells a retry's slots by the enforced caps alone, as the claim did (claims.ts totalsStay)
-  const shadow = caps.filter((c) => c.rule.enforcement === "shadow").map((c) => c.field);
-  if (shadow.length > 0) claim.shadow_fields = shadow;
+  let shadow: string[] | undefined;
+  for (let i = 0; i < caps.length; i++) {
+    const cap = caps[i] as ApplicableCap;
+    if (cap.rule.enforcement === "shadow") (shadow ??= []).push(cap.field);
+  }
+  if (shadow) claim.shadow_fields = shadow;
   return claim;
 }
 
@@ -174,8 +182,9 @@ export function failReason(error: StoreUnavailableError): "overloaded" | "fail_o
 
 /** The msg.admission a frequency-cap gate writes for its decision, keeping earlier gates' claims and trail. */
 export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapGateContext): Admission {
-  const { claims, trail, deferral } = carried(previous);
   const at = isoAt(ctx.now);
+  if (decision.kind === "allowed") return allowedCapAdmission(decision, previous, ctx, at);
+  const { claims, trail, deferral } = carried(previous);
 
   switch (decision.kind) {
     case "exempt":
@@ -188,36 +197,6 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       const reason = decision.kind === "exempt" ? "exempt" : failReason(decision.error);
       trail.push({ gate: ctx.gate, status: "allowed", reason, at });
       return { status: "allowed", reason, gate: ctx.gate, claims, trail, ...deferral };
-    }
-    case "allowed": {
-      // every msg that passes comes here: loops and one object of a fixed shape, not spreads and closures
-      const { caps, outcome } = decision;
-      const counters = outcome.counters;
-      // only slots taken now, or held with the attempt that took them (coHeld), are this msg's to give back: a
-      // retry of a send that went out holds nothing, and a shadow cap that would have refused took none
-      const taken: ApplicableCap[] = [];
-      // free slots of the enforced caps: shadow caps never stop a send
-      let remaining: number | undefined;
-      for (let i = 0; i < caps.length; i++) {
-        const cap = caps[i] as ApplicableCap;
-        const counter = counters[i];
-        if ((counter?.alreadyHeld === false || counter?.coHeld === true) && counter.wouldRefuse !== true) taken.push(cap);
-        if (cap.rule.enforcement === "shadow") continue;
-        const left = Math.max(0, cap.max - (counter?.count ?? 0));
-        remaining = remaining === undefined ? left : Math.min(remaining, left);
-      }
-      if (taken.length > 0) claims.push(capClaim(ctx, taken, decision.attempt, at));
-      trail.push({ gate: ctx.gate, status: "allowed", at });
-      const totals = decision.totals;
-      if (totals) for (let i = 0; i < totals.length; i++) claims.push(totalClaim(ctx, totals[i] as TotalTaken, decision.attempt.member, at));
-      const admission: Admission = { status: "allowed", gate: ctx.gate, claims, trail };
-      if (deferral.deferrals !== undefined) admission.deferrals = deferral.deferrals;
-      if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;
-      if (deferral.deferred_since !== undefined) admission.deferred_since = deferral.deferred_since;
-      if (remaining !== undefined) admission.remaining = remaining;
-      const shadow = shadowRefusals(caps, outcome, decision.shadowTotals);
-      if (shadow) admission.shadow = shadow;
-      return admission;
     }
     case "capped": {
       const binding = decision.blocking[0];
@@ -251,6 +230,56 @@ export function capAdmission(decision: CapDecision, previous: unknown, ctx: CapG
       };
     }
   }
+}
+
+/**
+ * An allowed claim's admission. Every msg that passes comes here, and its
+ * admission outlives it on a msg older than itself (a burst's msgs wait in
+ * the intake), so the garbage collector copies all of it at least once: loops
+ * and exact-size arrays (an array grown by push holds room for 17), not
+ * spreads, temporaries and closures.
+ */
+function allowedCapAdmission(decision: Extract<CapDecision, { kind: "allowed" }>, previous: unknown, ctx: CapGateContext, at: string): Admission {
+  const { caps, outcome } = decision;
+  const counters = outcome.counters;
+  // only slots taken now, or held with the attempt that took them (coHeld), are this msg's to give back: a
+  // retry of a send that went out holds nothing, and a shadow cap that would have refused took none
+  let taken = 0;
+  // free slots of the enforced caps: shadow caps never stop a send
+  let remaining: number | undefined;
+  for (let i = 0; i < caps.length; i++) {
+    const cap = caps[i] as ApplicableCap;
+    if (slotTaken(counters[i])) taken++;
+    if (cap.rule.enforcement === "shadow") continue;
+    const left = Math.max(0, cap.max - (counters[i]?.count ?? 0));
+    remaining = remaining === undefined ? left : Math.min(remaining, left);
+  }
+  const capsTaken = taken === caps.length ? caps : caps.filter((_, i) => slotTaken(counters[i]));
+  const claim = taken > 0 ? capClaim(ctx, capsTaken, decision.attempt, at) : undefined;
+  const entry: TrailEntry = { gate: ctx.gate, status: "allowed", at };
+  const totals = decision.totals;
+  let admission: Admission;
+  if ((typeof previous !== "object" || previous === null) && !totals) {
+    // the first gate of a chain (most msgs): nothing to carry
+    admission = { status: "allowed", gate: ctx.gate, claims: claim ? [claim] : [], trail: [entry] };
+  } else {
+    const { claims, trail, deferral } = carried(previous);
+    if (claim) claims.push(claim);
+    trail.push(entry);
+    if (totals) for (let i = 0; i < totals.length; i++) claims.push(totalClaim(ctx, totals[i] as TotalTaken, decision.attempt.member, at));
+    admission = { status: "allowed", gate: ctx.gate, claims, trail };
+    if (deferral.deferrals !== undefined) admission.deferrals = deferral.deferrals;
+    if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;
+    if (deferral.deferred_since !== undefined) admission.deferred_since = deferral.deferred_since;
+  }
+  if (remaining !== undefined) admission.remaining = remaining;
+  const shadow = shadowRefusals(caps, outcome, decision.shadowTotals);
+  if (shadow) admission.shadow = shadow;
+  return admission;
+}
+
+function slotTaken(counter: CounterOutcome | undefined): boolean {
+  return (counter?.alreadyHeld === false || counter?.coHeld === true) && counter.wouldRefuse !== true;
 }
 
 /** The msg.admission the suppression-gate writes for its decision. */
