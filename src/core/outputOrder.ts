@@ -44,6 +44,11 @@ export class Place {
     }
   }
 
+  /** a msg of the same key ahead of this one has not left yet: what it sends or does last waits for it */
+  get waiting(): boolean {
+    return this.blocked;
+  }
+
   /** Runs an output now when it is this msg's turn, else once the msgs ahead have left. */
   emit(output: () => void): void {
     if (this.blocked) (this.held ??= []).push(output);
@@ -78,6 +83,11 @@ export class Place {
       this.leaving = undefined;
       this.leave(leaving);
     }
+  }
+
+  /** leave() for a msg not `waiting` that has done its last step itself (no function to hand over) */
+  departNow(): void {
+    this.depart();
   }
 
   private depart(): void {

@@ -1,5 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
-import { allowedAdmission, capAdmission, carried, failReason, isoAt } from "../core/admission";
+import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission } from "../core/admission";
+import type { CapDecision } from "../core/capEngine";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
 import { HeldOrder } from "../core/deferral/heldOrder";
@@ -11,7 +12,7 @@ import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type Turn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { collapseKeyOf } from "../core/deferral/deferralIds";
 import { refundClaims } from "./refunds";
@@ -71,36 +72,45 @@ export default function register(RED: NodeAPI): void {
       : [];
 
     /** The msg's send, at once when its fields are msg paths (no extra turn of the event loop). */
-    function readSend(msg: AdmittedMsg, service: CapService, lineUp: LineUp): Send | Promise<Send> {
-      const parsed = (raw: RawGateInput): Send => {
-        const sendData = parseSend(raw, service.sendRules);
-        lineUp(sendData);
-        return sendData;
-      };
+    function readSend(msg: AdmittedMsg, service: CapService, turn: Turn): Send | Promise<Send> {
       const raw = reader.read(msg);
-      return raw instanceof Promise ? raw.then(parsed) : parsed(raw);
+      if (raw instanceof Promise) return raw.then((later) => linedUp(later, service, turn));
+      return linedUp(raw, service, turn);
     }
 
-    async function claim(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
-      const read = readSend(msg, service, lineUp);
+    function linedUp(raw: RawGateInput, service: CapService, turn: Turn): Send {
+      const sendData = parseSend(raw, service.sendRules);
+      turn.lineUp(sendData);
+      return sendData;
+    }
+
+    // kept small, the refusals apart: an async function keeps every local it has in each call's frame
+    async function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
+      const read = readSend(msg, service, turn);
       const sendData = read instanceof Promise ? await read : read;
       const decision = await service.engine.claim(sendData);
       const admission = capAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
       });
-      if (admission.status === "allowed") {
-        msg.admission = admission;
-        if (decision.kind === "fail_open") status.failOpen();
-        else status.allowed();
-        if (decision.kind === "allowed" && admission.shadow) {
-          decision.outcome.counters.forEach((counter, i) => {
-            const rule = decision.caps[i]?.rule;
-            if (counter.wouldRefuse && rule) metrics?.counts.wouldRefuse(rule.id, rule.org);
-          });
-        }
-        send([msg, null, null]);
+      if (admission.status !== "allowed") {
+        await refuse(msg, turn, service, sendData, decision, admission);
         return;
       }
+      msg.admission = admission;
+      if (decision.kind === "fail_open") status.failOpen();
+      else status.allowed();
+      if (decision.kind === "allowed" && admission.shadow) countShadowRefusals(decision);
+      turn.send([msg, null, null]);
+    }
+
+    function countShadowRefusals(decision: Extract<CapDecision, { kind: "allowed" }>): void {
+      decision.outcome.counters.forEach((counter, i) => {
+        const rule = decision.caps[i]?.rule;
+        if (counter.wouldRefuse && rule) metrics?.counts.wouldRefuse(rule.id, rule.org);
+      });
+    }
+
+    async function refuse(msg: AdmittedMsg, turn: Turn, service: CapService, sendData: Send, decision: CapDecision, admission: Admission): Promise<void> {
       const refusal = { RED, node, gate: GATE, service, status, httpResponse };
       if (decision.kind === "capped" && (admission.disposition === "defer" || admission.disposition === "collapse")) {
         const binding = decision.blocking[0];
@@ -112,15 +122,15 @@ export default function register(RED: NodeAPI): void {
           ? collapseKeyOf(node.id, sendData.org, service.recipientToken(sendData.recipient), topic)
           : undefined;
         await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0, order: heldOrder }, msg, admission, sendData, dueAt,
-          (m) => send([null, m, null]), collapseKey);
+          (m) => turn.send([null, m, null]), collapseKey);
         return;
       }
       await prepareRefusal(refusal, msg, admission, sendData);
-      send([null, msg, null]);
+      turn.send([null, msg, null]);
     }
 
-    async function record(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
-      const read = readSend(msg, service, lineUp);
+    async function record(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
+      const read = readSend(msg, service, turn);
       const sendData = read instanceof Promise ? await read : read;
       const result = await service.engine.record(sendData);
       const { claims, trail } = carried(msg.admission);
@@ -137,13 +147,13 @@ export default function register(RED: NodeAPI): void {
       }
       const reason = unrecorded && !msg.admission?.reason ? { reason: unrecorded } : {};
       msg.admission = msg.admission ? { ...msg.admission, claims, trail, ...reason } : { status: "allowed", gate: GATE, claims, trail, ...reason };
-      send([msg, null, null]);
+      turn.send([msg, null, null]);
     }
 
     /** check mode: eligibility of each candidate (or of the send), read in one store call; claims nothing, refuses nothing. */
-    async function check(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+    async function check(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
       const candidates = parseCandidates((msg as { candidates?: unknown }).candidates);
-      const sendData = await readSend(msg, service, lineUp);
+      const sendData = await readSend(msg, service, turn);
       const decision = await service.engine.check(sendData, candidates);
       const answer = checkAnswer(candidates, decision.kind === "checked" ? decision.verdicts : undefined);
       Object.assign(msg, answer);
@@ -152,28 +162,29 @@ export default function register(RED: NodeAPI): void {
       msg.admission = allowedAdmission(msg.admission, { gate: GATE, now: new Date() }, reason);
       if (decision.kind === "fail_open") status.failOpen();
       else status.allowed();
-      send([msg, null, null]);
+      turn.send([msg, null, null]);
     }
 
-    async function release(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+    async function release(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
       const { claims, trail } = carried(msg.admission);
       const raw = reader.read(msg);
       const holder = claimHolder(raw instanceof Promise ? await raw : raw, service.sendRules);
-      lineUp(holder);
+      turn.lineUp(holder);
       const { refunded, kept } = await refundClaims(RED, node, claims, holder);
       trail.push({ gate: GATE, status: "released", refunded, at: new Date().toISOString() });
       msg.admission = { ...(msg.admission ?? { status: "allowed", gate: GATE }), claims: kept, trail };
       status.released();
-      send([msg, null, null]);
+      turn.send([msg, null, null]);
     }
 
-    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
+    // not async: it hands back the promise of the mode's work, with no promise of its own around it
+    function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
       const service = config?.service;
-      if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
-      if (mode === "record") return record(msg, send, service, lineUp);
-      if (mode === "check") return check(msg, send, service, lineUp);
-      if (mode === "release") return release(msg, send, service, lineUp);
-      return claim(msg, send, service, lineUp);
+      if (problem || !service) return Promise.reject(problem ?? new Error("cap-config: its store is closed"));
+      if (mode === "record") return record(msg, turn, service);
+      if (mode === "check") return check(msg, turn, service);
+      if (mode === "release") return release(msg, turn, service);
+      return claim(msg, turn, service);
     }
 
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {

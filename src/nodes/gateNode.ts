@@ -1,8 +1,6 @@
 import type { Node, NodeAPI, NodeMessage, NodeMessageInFlow } from "node-red";
-import type { Admission } from "../core/admission";
 import { DRAIN_MS, type CapService } from "../core/capService";
 import type { GateCounts } from "../core/metrics/gateCounts";
-import { GATE_OUTPUTS } from "../core/metrics/labels";
 import { OutputOrder } from "../core/outputOrder";
 import { Intake, type Backlog } from "../core/sendQueue/intake";
 import { withTimeout } from "../core/withTimeout";
@@ -12,36 +10,18 @@ import { ClosingOutputs } from "./closingOutputs";
 import { parkedOutput, parkInQueue, releaseParked, type Park, type Whose } from "./parking";
 import type { AdmittedMsg } from "./refusal";
 
-export type SendFn = (msg: NodeMessage | (NodeMessage | null)[]) => void;
-type Done = (err?: Error) => void;
+import { countOutputs, MsgTurn, type Done, type SendFn, type Turn, type TurnShared } from "./gateTurn";
+
+export type { SendFn, Turn } from "./gateTurn";
 
 /** What a gate stops on close: a subscription, or work that finishes first (a poller's round). */
 export type Cleanup = (() => void | Promise<void>) | undefined;
-
-/**
- * The reason a gate gave a msg it sends out: the last trail entry is the
- * gate's own (every gate writes one before it sends), so what an earlier gate
- * or the flow wrote is never counted as this gate's.
- */
-function reasonOf(msg: NodeMessage | null | undefined): unknown {
-  const admission = (msg as { admission?: Partial<Admission> } | null | undefined)?.admission;
-  const trail = Array.isArray(admission?.trail) ? admission.trail : undefined;
-  const last = trail?.[trail.length - 1];
-  return last ? last.reason : admission?.reason;
-}
 
 /** A send function that counts each msg by the output it leaves (allowed, skipped, deferred) before it goes. */
 export function countingSend(send: SendFn, counts: GateCounts | undefined): SendFn {
   if (!counts) return send;
   return (out) => {
-    if (Array.isArray(out)) {
-      out.forEach((msg, i) => {
-        const output = GATE_OUTPUTS[i];
-        if (msg && output) counts.leftBy(output, reasonOf(msg));
-      });
-    } else if (out) {
-      counts.leftBy("allowed", reasonOf(out));
-    }
+    countOutputs(counts, out);
     send(out);
   };
 }
@@ -78,7 +58,7 @@ export interface ServedGate {
  * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
  * which hands the msg to a Catch node; on close every subscription ends, and
  * the runtime waits for a release in progress to finish.
- * Msgs of one recipient leave in the order they came (lineUp), whatever
+ * Each msg comes with its Turn: msgs of one recipient leave in the order they came (turn.lineUp), whatever
  * order the store answers them in. With `metrics`, every msg is counted by the
  * output it leaves and every msg sent to Catch by why (the metrics and the
  * editor's sidebar); a gate removed from the flows takes its counts with it.
@@ -88,39 +68,17 @@ export interface ServedGate {
  * parked when the nodes after it have stopped.
  */
 export function serveGate(
-  node: Node, status: GateStatus, handle: (msg: AdmittedMsg, send: SendFn, lineUp: LineUp) => Promise<void>, cleanups: readonly Cleanup[],
+  node: Node, status: GateStatus, handle: (msg: AdmittedMsg, turn: Turn) => Promise<void>, cleanups: readonly Cleanup[],
   serving: GateServing = {},
 ): ServedGate {
   const { metrics, backlog, drains } = serving;
   const closing = new ClosingOutputs(node, serving.park, serving.running ?? (() => true));
   const countedOwn = countingSend((out) => node.send(out), metrics?.counts);
   const order = new OutputOrder();
+  const shared: TurnShared = { closing, counts: metrics?.counts, status, leave: () => intake.leave() };
   const intake = new Intake<NodeMessageInFlow, SendFn, Done>((msg, send, done) => {
-    const place = order.place();
-    const counted = countingSend(send, metrics?.counts);
-    let whose: Whose | undefined;
-    // judged as the msg really leaves: one waiting for its recipient's earlier msgs may leave after close began
-    const ordered: SendFn = (out) => place.emit(() => void closing.send(out, counted, whose));
-    const lineUp: LineUp = (w) => {
-      whose = w;
-      place.join(`${w.org}\u0000${w.recipient}`);
-    };
-    const finish = (err?: Error): void => {
-      if (err) {
-        status.error(err.message.slice(0, 60));
-        metrics?.counts.failed(err);
-      }
-      try {
-        done(err);
-      } finally {
-        intake.leave();
-      }
-    };
-    handle(msg as AdmittedMsg, ordered, lineUp).then(
-      () => place.leave(finish),
-      // to Catch before the recipient's later msgs leave
-      (err: Error) => place.leave(() => finish(err)),
-    );
+    const turn = new MsgTurn(shared, order.place(), send, done);
+    handle(msg as AdmittedMsg, turn).then(() => turn.end(), (err: Error) => turn.end(err));
   }, backlog);
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => intake.enter(msg, send, done));
   node.on("close", (removed: boolean, done: () => void) => {

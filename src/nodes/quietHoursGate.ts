@@ -7,7 +7,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
-import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type Turn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -73,18 +73,18 @@ export default function register(RED: NodeAPI): void {
       ? releaseHeldMsgs(RED, config.service, node, GATE, status)
       : [];
 
-    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
+    async function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
       const service: CapService | undefined = config?.service;
       if (problem || !service || !settings) throw problem ?? new Error("cap-config: its store is closed");
       const read = reader.read(msg);
       const sendData = parseSend({ ...(read instanceof Promise ? await read : read), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
-      lineUp(sendData);
+      turn.lineUp(sendData);
       const now = new Date();
       const exempt = service.isExempt(sendData.tier) || (sendData.category !== undefined && settings.exemptCategories.includes(sendData.category));
       if (exempt) {
         msg.admission = allowedAdmission(msg.admission, { gate: GATE, now }, "exempt");
         status.allowed();
-        send([msg, null, null]);
+        turn.send([msg, null, null]);
         return;
       }
       const window = parseQuietWindow((msg as { quietHours?: unknown }).quietHours, {
@@ -95,18 +95,18 @@ export default function register(RED: NodeAPI): void {
       if (until === null) {
         msg.admission = allowedAdmission(msg.admission, { gate: GATE, now });
         status.allowed();
-        send([msg, null, null]);
+        turn.send([msg, null, null]);
         return;
       }
       const refusal = quietAdmission(msg.admission, until, settings.disposition, { gate: GATE, channel: sendData.channel, now });
       const ctx = { RED, node, gate: GATE, service, status, httpResponse };
       if (settings.disposition === "defer") {
         await holdOrExpire({ ...ctx, configId: (config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs, order: heldOrder }, msg, refusal, sendData,
-          Number.isFinite(until) ? until : null, (m) => send([null, m, null]));
+          Number.isFinite(until) ? until : null, (m) => turn.send([null, m, null]));
         return;
       }
       await prepareRefusal(ctx, msg, refusal, sendData);
-      send([null, msg, null]);
+      turn.send([null, msg, null]);
     }
 
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {

@@ -4,7 +4,7 @@ import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
-import { gateMetrics, releaseHeldMsgs, parkingFor, serveGate, type LineUp, type SendFn } from "./gateNode";
+import { gateMetrics, releaseHeldMsgs, parkingFor, serveGate, type Turn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { runtimeMessages } from "./i18n";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
@@ -61,11 +61,11 @@ export default function register(RED: NodeAPI): void {
       status.listChanged();
     }
 
-    async function admit(msg: AdmittedMsg, send: SendFn, service: CapService, lineUp: LineUp): Promise<void> {
+    async function admit(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
       const read = reader.read(msg);
       const raw = read instanceof Promise ? await read : read;
       const sendData = parseSend(raw, service.sendRules);
-      lineUp(sendData);
+      turn.lineUp(sendData);
       const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number);
       const admission = suppressionAdmission(decision, msg.admission, {
         gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
@@ -74,18 +74,19 @@ export default function register(RED: NodeAPI): void {
         msg.admission = admission;
         if (decision.kind === "fail_open") status.failOpen();
         else status.allowed();
-        send([msg, null]);
+        turn.send([msg, null]);
         return;
       }
       await prepareRefusal({ RED, node, gate: GATE, service, status, httpResponse }, msg, admission, sendData);
-      send([null, msg]);
+      turn.send([null, msg]);
     }
 
-    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
+    // not async: it hands back the promise of the work it starts, with no promise of its own around it
+    function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
       const service = config?.service;
-      if (problem || !service) throw problem ?? new Error("cap-config: its store is closed");
+      if (problem || !service) return Promise.reject(problem ?? new Error("cap-config: its store is closed"));
       if (typeof msg.topic === "string" && CONTROL_TOPICS.includes(msg.topic)) return control(msg, service);
-      return admit(msg, send, service, lineUp);
+      return admit(msg, turn, service);
     }
 
     serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {

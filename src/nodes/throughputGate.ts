@@ -16,7 +16,7 @@ import { LocalStoreClock, preciseNow, preciseToWall, StoreClock } from "../core/
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
 import type { CapConfigNode } from "./capConfig";
-import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate } from "./gateNode";
+import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate, type Turn } from "./gateNode";
 import { GateStatus } from "./gateStatus";
 import { queuedForm, storedMsg } from "./holding";
 import { runtimeMessages } from "./i18n";
@@ -395,7 +395,7 @@ export default function register(RED: NodeAPI): void {
     /** sends still reserving or holding, by arrival: a control msg waits for those that came in before it */
     const admitting = new Map<number, Promise<void>>();
 
-    async function handle(msg: AdmittedMsg, send: SendFn, lineUp: LineUp): Promise<void> {
+    async function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
       const svc = config?.service;
       if (problem || !svc || !settings) throw problem ?? new Error("cap-config: its store is closed");
       const seq = ++arrivals;
@@ -407,7 +407,7 @@ export default function register(RED: NodeAPI): void {
       // not once the gate closes (a closing node's sends are dropped): the pacer hands those back
       if (!served.isClosing()) pacer.releaseDue();
       try {
-        await tracked(seq, admit(msg, svc, settings, send, lineUp, seq));
+        await tracked(seq, admit(msg, svc, settings, (out) => turn.send(out), (whose) => turn.lineUp(whose), seq));
       } finally {
         if (!served.isClosing()) pacer.releaseDue();
       }
