@@ -1,13 +1,14 @@
 import { createHmac } from "node:crypto";
 
-const ALL_SAFE = /^[A-Za-z0-9._~-]*$/;
-/** one UTF-16 code unit that is not safe (no `u` flag: a lone surrogate is a unit of its own) */
-const UNSAFE = /[^A-Za-z0-9._~-]/g;
+/** whether a UTF-16 code unit stands for itself in a key: A-Z a-z 0-9 . _ ~ - */
+function isSafe(unit: number): boolean {
+  return (unit >= 0x61 && unit <= 0x7a) || (unit >= 0x41 && unit <= 0x5a) || (unit >= 0x30 && unit <= 0x39)
+    || unit === 0x2e || unit === 0x5f || unit === 0x7e || unit === 0x2d;
+}
 /** `%XX` of every unit below 0x100, made once: a phone number's `+` is escaped in every key of every send */
 const BYTE_ESCAPES = Array.from({ length: 0x100 }, (_, unit) => `%${unit.toString(16).padStart(2, "0")}`);
 
-function escapeUnit(ch: string): string {
-  const unit = ch.charCodeAt(0);
+function escapeUnit(unit: number): string {
   return unit < 0x100 ? (BYTE_ESCAPES[unit] as string) : `%u${unit.toString(16).padStart(4, "0")}`;
 }
 
@@ -18,8 +19,17 @@ function escapeUnit(ch: string): string {
  * `%XX` for units below 0x100, `%uXXXX` above (the two forms cannot be confused).
  */
 export function encodeKeyPart(value: string): string {
-  if (ALL_SAFE.test(value)) return value;
-  return value.replace(UNSAFE, escapeUnit);
+  // by runs of safe units, not a regex replace calling back per match: every send encodes its recipient, and a
+  // phone number's one `+` makes two pieces
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (isSafe(unit)) continue;
+    out += value.slice(from, i) + escapeUnit(unit);
+    from = i + 1;
+  }
+  return from === 0 ? value : out + value.slice(from);
 }
 
 /** The recipient as it appears in keys: the address itself, or its HMAC when hashing is on. */
@@ -38,9 +48,29 @@ export function recipientKeyBase(prefix: string, org: string, recipient: string)
   return `${prefix}:${recipientHashTag(org, recipient)}`;
 }
 
+/** `<prefix>:{<org>|` by prefix, then org: made once, not per send (a few orgs send millions) */
+const keyHeads = new Map<string, Map<string, string>>();
+const HEADS_KEPT = 1000;
+
+function keyHead(prefix: string, org: string): string {
+  let byOrg = keyHeads.get(prefix);
+  if (!byOrg) {
+    // prefixes come from cap-configs: a few, unless deploys keep making new ones
+    if (keyHeads.size >= HEADS_KEPT) keyHeads.clear();
+    keyHeads.set(prefix, (byOrg = new Map()));
+  }
+  let head = byOrg.get(org);
+  if (head === undefined) {
+    head = `${prefix}:{${encodeKeyPart(org)}|`;
+    // bounded: orgs come from msgs
+    if (byOrg.size < HEADS_KEPT) byOrg.set(org, head);
+  }
+  return head;
+}
+
 /** `<prefix>:{<org>|<recipient>}:c`: the hash that holds every cap counter of one recipient (SPEC §5). */
 export function capCounterKey(prefix: string, org: string, recipient: string): string {
-  return `${recipientKeyBase(prefix, org, recipient)}:c`;
+  return `${keyHead(prefix, org)}${encodeKeyPart(recipient)}}:c`;
 }
 
 /**

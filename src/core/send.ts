@@ -89,9 +89,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Most sends carry no attributes: one empty record for all, never written to. */
+const NO_ATTRIBUTES: Record<string, string> = Object.freeze(namesRecord<string>());
+
 /** A send's attributes (SPEC §2), checked: a record of texts that inherits nothing; also the admin API's `attributes` query. */
 export function readAttributes(value: unknown): Record<string, string> {
-  if (absent(value)) return namesRecord();
+  if (absent(value)) return NO_ATTRIBUTES;
   if (!isPlainObject(value)) throw new SendFieldError("attributes", "must be an object of string values");
   return attributeRecord(value, "attributes");
 }

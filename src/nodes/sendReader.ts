@@ -31,7 +31,8 @@ function fixedPath(RED: NodeAPI, path: string): string[] | undefined {
 
 function walk(msg: NodeMessage, parts: readonly string[]): unknown {
   let value: unknown = msg;
-  for (const part of parts) {
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] as string;
     if (typeof value !== "object" || value === null || !Object.hasOwn(value, part)) return undefined;
     value = (value as Record<string, unknown>)[part];
   }
@@ -71,16 +72,19 @@ export function fieldReader(RED: NodeAPI, node: Node, value: string, type: strin
 
 /** Reads the raw send from a msg through the node's configured sources (defaults: msg.<field>). */
 export class SendReader {
-  private readonly readers: [SendField, Reader][];
+  /** the fields read and each one's reader, by index: a for-of over [field, reader] pairs made an iterator and a pair a field, every msg */
+  private readonly fields: SendField[];
+  private readonly readers: Reader[];
 
   constructor(RED: NodeAPI, node: Node, props: FieldProps, fields: readonly SendField[] = SEND_FIELDS.filter((f) => f !== "body")) {
+    this.fields = fields.slice();
     this.readers = fields.map((field) => {
       const type = props[`${field}Type`] || "msg";
       // a msg path left blank means the default path; a blank string or env value stays blank
       const given = props[field];
       const fallback = DEFAULT_PATH[field] ?? field;
       const value = given === undefined || (given === "" && type === "msg") ? fallback : given;
-      return [field, fieldReader(RED, node, value, type)];
+      return fieldReader(RED, node, value, type);
     });
   }
 
@@ -88,9 +92,10 @@ export class SendReader {
   read(msg: NodeMessage): RawGateInput | Promise<RawGateInput> {
     const raw = emptyRaw(msg._msgid) as unknown as Record<string, unknown>;
     let pending: Promise<void>[] | undefined;
-    for (const [field, reader] of this.readers) {
+    for (let i = 0; i < this.readers.length; i++) {
+      const field = this.fields[i] as SendField;
       try {
-        const value = reader(msg);
+        const value = (this.readers[i] as Reader)(msg);
         if (value instanceof Promise) {
           (pending ??= []).push(value.then((v) => { raw[field] = v; }, (err: Error) => { throw readError(field, err); }));
         } else {
