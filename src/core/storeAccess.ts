@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from "./errors";
 import { FailOpenReporter } from "./failOpenReporter";
-import { SendQueue, type Lane, type StoreCall } from "./sendQueue/sendQueue";
+import { SendQueue, type Answer, type Lane, type StoreCall } from "./sendQueue/sendQueue";
 import { asStoreFailure } from "./storeFaults";
 import { CircuitBreaker, StoreGuard } from "./storeGuard";
 import type { AdmissionStore, Settled } from "./stores/admissionStore";
@@ -78,6 +78,21 @@ export class StoreAccess {
 
   callAdmin<T>(work: (store: AdmissionStore) => Promise<T>): Promise<T> {
     return this.store.remote ? this.adminGuard.run(() => work(this.store)) : work(this.store);
+  }
+
+  /**
+   * submit() with the answer told to `to` (a failure as a StoreUnavailableError, for its fail mode to judge), no promise
+   * made for it: for a call per msg of a burst (a claim), which would make one for the answer and more to read it.
+   */
+  submitTo<I, O>(lane: Lane<I, O>, item: I, to: Answer<O>): void {
+    if (this.queue) {
+      this.queue.submitTo(lane, item, to);
+      return;
+    }
+    lane.run([item]).then(([result]) => {
+      if (result instanceof StoreUnavailableError) to.reject(result);
+      else to.resolve(result as O);
+    }, (err: unknown) => to.reject(asStoreFailure(err)));
   }
 
   /** For a send path: the store's answer, or the failure when the fail mode is open (thrown when closed). */

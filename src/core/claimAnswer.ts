@@ -1,0 +1,70 @@
+import type { ApplicableCap } from "./applicableCaps";
+import type { BlockingCap, CapDecision, ClaimAttempt } from "./capEngine";
+import type { StoreUnavailableError } from "./errors";
+import type { Send } from "./send";
+import type { Answer } from "./sendQueue/sendQueue";
+import type { StoreAccess } from "./storeAccess";
+import { mayHaveLanded } from "./storeFaults";
+import type { ClaimOutcome } from "./stores/admissionStore";
+
+/**
+ * Turns the store's answer to one send's claim of its own caps into the
+ * send's decision, a failure through the fail mode. One object per send, told
+ * by the send queue (StoreAccess.submitTo): a burst's claims each made a
+ * promise for the queue's answer and two more for its then and catch.
+ * Never throws: the queue tells the answers of a whole batch in one loop.
+ */
+export class ClaimAnswer implements Answer<ClaimOutcome> {
+  constructor(
+    private readonly access: Pick<StoreAccess, "failed">,
+    private readonly send: Send,
+    private readonly caps: ApplicableCap[],
+    private readonly attempt: ClaimAttempt,
+    private readonly decided: (decision: CapDecision) => void,
+    /** the fail mode is closed (access.failed threw), or the answer could not be read: for Catch */
+    private readonly failed: (err: unknown) => void,
+  ) {}
+
+  resolve(outcome: ClaimOutcome): void {
+    let decision: CapDecision;
+    try {
+      decision = outcome.allowed ? { kind: "allowed", caps: this.caps, outcome, attempt: this.attempt } : blockedDecision(this.caps, outcome);
+    } catch (err) {
+      this.failed(err);
+      return;
+    }
+    this.decided(decision);
+  }
+
+  reject(err: StoreUnavailableError): void {
+    let failure: StoreUnavailableError;
+    try {
+      failure = this.access.failed(this.send.org, this.send.channel, err);
+    } catch (closed) {
+      this.failed(closed);
+      return;
+    }
+    // a call that was sent may have been applied (timed out, or its answer lost with the connection): the claim goes on the msg
+    this.decided(mayHaveLanded(failure)
+      ? { kind: "fail_open", error: failure, caps: this.caps, attempt: this.attempt }
+      : { kind: "fail_open", error: failure });
+  }
+}
+
+/** A refused claim's decision: the caps that block it, the one that frees last first. */
+export function blockedDecision(caps: readonly ApplicableCap[], outcome: ClaimOutcome): CapDecision {
+  const blocking: BlockingCap[] = [];
+  outcome.counters.forEach((counter, i) => {
+    const cap = caps[i] as ApplicableCap;
+    if (counter.blocking) blocking.push({ rule: cap.rule, max: cap.max, count: counter.count, retryAfterMs: counter.retryAfterMs });
+  });
+  // the longest wait first: it names the cap that binds, and frees every other on the way
+  blocking.sort((a, b) => rank(b.retryAfterMs) - rank(a.retryAfterMs));
+  const first = blocking[0];
+  return { kind: "capped", blocking, retryAfterMs: first ? first.retryAfterMs : null };
+}
+
+/** A wait as it orders blocking caps: never (null) is the longest. */
+export function rank(retryAfterMs: number | null): number {
+  return retryAfterMs === null ? Number.POSITIVE_INFINITY : retryAfterMs;
+}
