@@ -63,12 +63,15 @@ export function applicableCaps(
   rules: readonly CapRule[], send: Send, keyPrefix: string, recipientKey: string, clock?: CapClock, counterKey?: string, shared?: Map<string, ApplicableCap>,
   into?: ApplicableCap[],
 ): ApplicableCap[] {
-  const caps: ApplicableCap[] = into ?? [];
+  // gathered in `found` and copied out at its size: an array grown by push has room for 17
+  const caps = (into ?? found) as ApplicableCap[];
+  let n = into ? into.length : 0;
   let key = counterKey;
-  for (const rule of rules) {
+  for (let r = 0; r < rules.length; r++) {
+    const rule = rules[r] as CapRule;
     if (!appliesTo(rule, send)) continue;
     if (rule.counts === "total") {
-      caps.push(totalCap(rule, send, keyPrefix, clock));
+      caps[n++] = totalCap(rule, send, keyPrefix, clock);
       continue;
     }
     // one counter whatever the zone: each send counts what the recipient got since its own local midnight (or Monday)
@@ -76,7 +79,7 @@ export function applicableCaps(
     const field = counterFields.field(rule, send.attributes);
     const made = shared?.get(field);
     if (made) {
-      caps.push(made);
+      caps[n++] = made;
       continue;
     }
     const own = ownValue(send.recipientLimits, rule.id);
@@ -90,10 +93,17 @@ export function applicableCaps(
       cap = { rule, key, field, max, windowMs: period.endMs - period.startMs, startMs: period.startMs, resetAt: period.endMs };
     }
     shared?.set(field, cap);
-    caps.push(cap);
+    caps[n++] = cap;
   }
-  return caps;
+  if (into) return into;
+  const own = found.slice(0, n) as ApplicableCap[];
+  // emptied, its room kept: it holds no cap beyond the call
+  found.fill(undefined, 0, n);
+  return own;
 }
+
+/** applicableCaps' scratch list: it calls nothing that comes back to it, so one is enough */
+const found: (ApplicableCap | undefined)[] = new Array<ApplicableCap | undefined>(16).fill(undefined);
 
 /**
  * A total cap counts every recipient of the org together: one counter per

@@ -1,6 +1,6 @@
 import { applicableCaps, type ApplicableCap } from "./applicableCaps";
+import { ClaimAnswer, rank } from "./claimAnswer";
 import { StoreUnavailableError } from "./errors";
-import { mayHaveLanded } from "./storeFaults";
 import { capCounterKey, recipientToken } from "./keys";
 import type { CapRule } from "./rules";
 import type { Send } from "./send";
@@ -245,19 +245,12 @@ export class CapEngine {
 
   /** The recipient's own caps: one atomic claim in its counter hash. */
   private claimCounters(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
-    const attempt = { member: send.messageId, token: claimToken() };
-    if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt });
-    const request = { key: (caps[0] as ApplicableCap).key, ...attempt, counters: counterSpecs(caps) };
-    return this.options.access.decide(send.org, send.channel, this.claims, request).then((outcome): CapDecision => {
-      if (outcome instanceof StoreUnavailableError) {
-        // a call that was sent may have been applied (timed out, or its answer lost with the connection): the claim goes on the msg
-        return mayHaveLanded(outcome)
-          ? { kind: "fail_open", error: outcome, caps, attempt }
-          : { kind: "fail_open", error: outcome };
-      }
-      if (outcome.allowed) return { kind: "allowed", caps, outcome, attempt };
-      return blockedDecision(caps, outcome);
-    });
+    const token = claimToken();
+    if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt: { member: send.messageId, token } });
+    // the request names the attempt (member, token): the decision keeps it as its attempt, no copy
+    const request: ClaimRequest = { key: (caps[0] as ApplicableCap).key, member: send.messageId, token, counters: counterSpecs(caps) };
+    const access = this.options.access;
+    return new Promise((resolve, reject) => access.submitTo(this.claims, request, new ClaimAnswer(access, send, caps, request, resolve, reject)));
   }
 
   /**
@@ -638,16 +631,40 @@ function isShadow(rule: CapRule): boolean {
 }
 
 function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
+  const specs = new Array<CounterSpec>(caps.length);
+  for (let i = 0; i < caps.length; i++) specs[i] = counterSpec(caps[i] as ApplicableCap);
+  return specs;
+}
+
+/** a rolling cap's spec by rule and field, for sends with no recipient limit on it: the same for every such send */
+const rollingSpecs = new WeakMap<CapRule, Map<string, Readonly<CounterSpec>>>();
+/** fields of one rule kept: a cap split by attribute values has one per value */
+const SPECS_KEPT = 1000;
+
+/**
+ * A cap's counter spec. Most are shared (a rolling cap, no recipient limit):
+ * made once, not for every send, and the store batch tells a run of sends
+ * with the same caps by them (redisStore countersArg). Never written to.
+ */
+function counterSpec(c: ApplicableCap): CounterSpec {
+  const shared = c.resetAt === undefined && c.max === c.rule.max_count;
+  if (shared) {
+    const made = rollingSpecs.get(c.rule)?.get(c.field);
+    if (made !== undefined && made.windowMs === c.windowMs) return made;
+  }
   // assigned, not spread: a check builds one per counter (58 for 50 ads), and spreads cost more than the rest
-  return caps.map((c) => {
-    const spec: CounterSpec = { field: c.field, windowMs: c.windowMs, max: c.max };
-    if (c.resetAt !== undefined) {
-      spec.startMs = c.startMs ?? 0;
-      spec.resetAt = c.resetAt;
-    }
-    if (isShadow(c.rule)) spec.shadow = true;
-    return spec;
-  });
+  const spec: CounterSpec = { field: c.field, windowMs: c.windowMs, max: c.max };
+  if (c.resetAt !== undefined) {
+    spec.startMs = c.startMs ?? 0;
+    spec.resetAt = c.resetAt;
+  }
+  if (isShadow(c.rule)) spec.shadow = true;
+  if (shared) {
+    let byField = rollingSpecs.get(c.rule);
+    if (!byField) rollingSpecs.set(c.rule, (byField = new Map()));
+    if (byField.size < SPECS_KEPT) byField.set(c.field, Object.freeze(spec));
+  }
+  return spec;
 }
 
 /** A shadow cap that would have refused an admitted send (SPEC §3 `admission.shadow`). */
@@ -691,18 +708,6 @@ function verdictOf(caps: readonly ApplicableCap[], from: number, end: number, re
   return { eligible: false, remaining, blocked: { cap_id: binding.rule.id, retry_after_seconds: retry } };
 }
 
-function blockedDecision(caps: ApplicableCap[], outcome: ClaimOutcome): CapDecision {
-  const blocking: BlockingCap[] = [];
-  outcome.counters.forEach((counter, i) => {
-    const cap = caps[i] as ApplicableCap;
-    if (counter.blocking) blocking.push({ rule: cap.rule, max: cap.max, count: counter.count, retryAfterMs: counter.retryAfterMs });
-  });
-  // the longest wait first: it names the cap that binds, and frees every other on the way
-  blocking.sort((a, b) => rank(b.retryAfterMs) - rank(a.retryAfterMs));
-  const first = blocking[0];
-  return { kind: "capped", blocking, retryAfterMs: first ? first.retryAfterMs : null };
-}
-
 /** Resolves with what `decide` answers, or rejects with what it throws (access.failed, closed). */
 function settle<T>(decide: () => T, resolve: (value: T) => void, reject: (err: unknown) => void): void {
   let value: T;
@@ -713,8 +718,4 @@ function settle<T>(decide: () => T, resolve: (value: T) => void, reject: (err: u
     return;
   }
   resolve(value);
-}
-
-function rank(retryAfterMs: number | null): number {
-  return retryAfterMs === null ? Number.POSITIVE_INFINITY : retryAfterMs;
 }

@@ -130,12 +130,38 @@ class LimitTable {
  * encodes each argument on its own, several strings each, so a send is one
  * argument (lib/counter_entries.lua readItem, with its entry's tail as head)
  * and so is a check's key (lua/inspect.lua). Fields are encoded key parts (no
- * comma). Built by join: pieces added with + make a tree the client flattens.
+ * comma). A batch's sends mostly claim the same caps, with the same specs
+ * (capEngine counterSpec): a run of them shares its counters' text, made once.
  */
-function countersArg(counters: readonly CounterSpec[], limits: LimitTable, head?: number): string {
-  const parts: (string | number)[] = head === undefined ? [] : [head];
-  for (const c of counters) parts.push(c.field, limits.index(c));
-  return parts.join(",");
+class CountersText {
+  private last: readonly CounterSpec[] | undefined;
+  private lastText = "";
+
+  constructor(private readonly limits: LimitTable) {}
+
+  arg(counters: readonly CounterSpec[], head?: number): string {
+    const text = this.sameAsLast(counters) ? this.lastText : this.make(counters);
+    return head === undefined ? text.slice(1) : head + text;
+  }
+
+  private sameAsLast(counters: readonly CounterSpec[]): boolean {
+    const last = this.last;
+    if (last === undefined || last.length !== counters.length) return false;
+    for (let i = 0; i < counters.length; i++) if (last[i] !== counters[i]) return false;
+    return true;
+  }
+
+  /** `,<field>,<limit index>` per counter */
+  private make(counters: readonly CounterSpec[]): string {
+    let text = "";
+    for (let i = 0; i < counters.length; i++) {
+      const c = counters[i] as CounterSpec;
+      text += `,${c.field},${this.limits.index(c)}`;
+    }
+    this.last = counters;
+    this.lastText = text;
+    return text;
+  }
 }
 
 /** A script call's encoding of some items, and how to read each item's answer back from its reply. */
@@ -153,8 +179,12 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   keysOf: (r) => [r.key],
   argsOf: (items) => {
     const limits = new LimitTable();
-    const args: Arg[] = [];
-    for (const r of items) args.push(countersArg(r.counters, limits, entryTail(r.member, r.token)));
+    const text = new CountersText(limits);
+    const args = new Array<Arg>(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const r = items[i] as ClaimRequest;
+      args[i] = text.arg(r.counters, entryTail(r.member, r.token));
+    }
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
@@ -183,8 +213,9 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   keysOf: (r) => [r.key],
   argsOf: (items) => {
     const limits = new LimitTable();
+    const text = new CountersText(limits);
     const args: Arg[] = [];
-    for (const r of items) args.push(countersArg(r.counters, limits, entryTail(r.member, RECORD_TOKEN)));
+    for (const r of items) args.push(text.arg(r.counters, entryTail(r.member, RECORD_TOKEN)));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
@@ -205,9 +236,10 @@ const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   keysOf: (r) => [r.key],
   argsOf: (items) => {
     const limits = new LimitTable();
+    const text = new CountersText(limits);
     const args: Arg[] = [];
     // one argument per key: a check's 58 counters would be 117 arguments
-    for (const r of items) args.push(countersArg(r.counters, limits));
+    for (const r of items) args.push(text.arg(r.counters));
     return [...limits.args(), ...args];
   },
   read: (reply, items) => {
