@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
-import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission } from "../core/admission";
+import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission, type CapGateContext } from "../core/admission";
 import type { CapDecision } from "../core/capEngine";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
@@ -84,23 +84,38 @@ export default function register(RED: NodeAPI): void {
       return sendData;
     }
 
-    // kept small, the refusals apart: an async function keeps every local it has in each call's frame
-    async function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
-      const read = readSend(msg, service, turn);
-      const sendData = read instanceof Promise ? await read : read;
-      const decision = await service.engine.claim(sendData);
-      const admission = capAdmission(decision, msg.admission, {
-        gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
-      });
-      if (admission.status !== "allowed") {
-        await refuse(msg, turn, service, sendData, decision, admission);
-        return;
+    // not async: every msg of a burst kept an async function's frame, its promise and its await's closures until its
+    // store call was answered; a then made once per msg is enough
+    function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
+      try {
+        const read = readSend(msg, service, turn);
+        if (read instanceof Promise) return read.then((sendData) => claimFor(msg, turn, service, sendData));
+        return claimFor(msg, turn, service, read);
+      } catch (err) {
+        // a bad field: the msg goes to Catch
+        return Promise.reject(err);
       }
+    }
+
+    function claimFor(msg: AdmittedMsg, turn: Turn, service: CapService, sendData: Send): Promise<void> {
+      return service.engine.claim(sendData).then((decision) => decided(msg, turn, service, sendData, decision));
+    }
+
+    /** What a claim's verdict writes on the msg (once per msg, synchronously): the gate's, its channel and time set for it. */
+    const admissionContext: CapGateContext = { gate: GATE, configId: config?.id ?? "", storeKind: "", channel: "", now: new Date(0) };
+
+    function decided(msg: AdmittedMsg, turn: Turn, service: CapService, sendData: Send, decision: CapDecision): Promise<void> | undefined {
+      admissionContext.storeKind = service.store.kind;
+      admissionContext.channel = sendData.channel;
+      admissionContext.now.setTime(Date.now());
+      const admission = capAdmission(decision, msg.admission, admissionContext);
+      if (admission.status !== "allowed") return refuse(msg, turn, service, sendData, decision, admission);
       msg.admission = admission;
       if (decision.kind === "fail_open") status.failOpen();
       else status.allowed();
       if (decision.kind === "allowed" && admission.shadow) countShadowRefusals(decision);
       turn.send([msg, null, null]);
+      return undefined;
     }
 
     function countShadowRefusals(decision: Extract<CapDecision, { kind: "allowed" }>): void {
