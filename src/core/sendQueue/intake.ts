@@ -1,3 +1,5 @@
+import { SlotLine } from "./slotLine";
+
 /** Where an intake counts the msgs waiting in it: its cap-config's send queue (maxQueued, and the length a gate's status shows). */
 export interface Backlog {
   /** the queue holds maxQueued msgs, those waiting in intakes included: a new msg is refused as overloaded */
@@ -17,9 +19,6 @@ export interface Backlog {
  * 128 were about a quarter slower; interleaved runs, the box's noise ±15 %).
  */
 export const MAX_ACTIVE = 512;
-
-/** the line lets go of the slots before its head once they are this many and half of it */
-const COMPACT_AFTER = 4096;
 
 /** slots a waiting msg takes in the line: msg, send, done, refused */
 const SLOTS = 4;
@@ -42,8 +41,7 @@ const SLOTS = 4;
  */
 export class Intake<M, S, D> {
   /** msg, send, done, refused of each waiting msg, flat */
-  private line: (M | S | D | boolean | undefined)[] = [];
-  private head = 0;
+  private readonly line = new SlotLine<M | S | D | boolean>();
   private active = 0;
   private whenIdle: (() => void)[] = [];
 
@@ -55,7 +53,7 @@ export class Intake<M, S, D> {
 
   /** msgs waiting to begin */
   get waiting(): number {
-    return (this.line.length - this.head) / SLOTS;
+    return this.line.length / SLOTS;
   }
 
   /** A msg has come in: begun now while fewer than maxActive are (nobody waits then), else it waits its turn. */
@@ -67,7 +65,10 @@ export class Intake<M, S, D> {
       return;
     }
     const refused = this.backlog?.full() === true;
-    this.line.push(msg, send, done, refused);
+    this.line.push(msg);
+    this.line.push(send);
+    this.line.push(done);
+    this.line.push(refused);
     if (refused) this.backlog?.overflowed();
     else this.backlog?.waitingMsgs(1);
   }
@@ -75,7 +76,7 @@ export class Intake<M, S, D> {
   /** A begun msg is done: the next in line begins. */
   leave(): void {
     this.active--;
-    while (this.active < this.maxActive && this.head < this.line.length) this.beginNext();
+    while (this.active < this.maxActive && this.line.length > 0) this.beginNext();
     if (this.whenIdle.length > 0 && this.isIdle) for (const resolve of this.whenIdle.splice(0)) resolve();
   }
 
@@ -86,30 +87,20 @@ export class Intake<M, S, D> {
   }
 
   private get isIdle(): boolean {
-    return this.active === 0 && this.head === this.line.length;
+    return this.active === 0 && this.line.length === 0;
   }
 
   /** On close: every waiting msg begins now, as it would have without the line (none is lost). */
   flush(): void {
-    while (this.head < this.line.length) this.beginNext();
+    while (this.line.length > 0) this.beginNext();
   }
 
   private beginNext(): void {
-    const at = this.head;
     const line = this.line;
-    const msg = line[at] as M;
-    const send = line[at + 1] as S;
-    const done = line[at + 2] as D;
-    const refused = line[at + 3] === true;
-    line[at] = line[at + 1] = line[at + 2] = line[at + 3] = undefined;
-    this.head += SLOTS;
-    if (this.head === line.length) {
-      this.line = [];
-      this.head = 0;
-    } else if (this.head > COMPACT_AFTER && this.head * 2 > line.length) {
-      this.line = line.slice(this.head);
-      this.head = 0;
-    }
+    const msg = line.shift() as M;
+    const send = line.shift() as S;
+    const done = line.shift() as D;
+    const refused = line.shift() === true;
     this.active++;
     if (refused && this.backlog) {
       this.backlog.refusing(() => this.begin(msg, send, done));

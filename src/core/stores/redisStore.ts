@@ -174,6 +174,15 @@ interface ScriptBatch<I, O> {
   read(reply: unknown[], items: readonly I[]): O[];
 }
 
+/** the outcome of a slot taken now in a counter that was not full, by the count after it: most counters of most claims */
+const FRESH_SLOTS: Readonly<CounterOutcome>[] = Array.from({ length: 64 }, (_, count) =>
+  Object.freeze({ count, alreadyHeld: false, retryAfterMs: null, blocking: false, wouldRefuse: false }));
+
+/** A fresh slot's outcome: shared (frozen) for the usual counts, so a claim's answer makes no object per counter. */
+function freshSlot(count: number): CounterOutcome {
+  return FRESH_SLOTS[count] ?? { count, alreadyHeld: false, retryAfterMs: null, blocking: false, wouldRefuse: false };
+}
+
 const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   call: "sendgateClaim",
   keysOf: (r) => [r.key],
@@ -197,6 +206,7 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
         const held = Number(reply[at + 1]);
         const retry = Number(reply[at + 2]);
         at += 3;
+        if (held === 0 && retry === -1) return freshSlot(count);
         const full = retry >= 0 || retry === NEVER_FREES;
         const shadow = spec.shadow === true;
         const outcome: CounterOutcome = { count, alreadyHeld: held >= 1, retryAfterMs: retry >= 0 ? retry : null, blocking: full && !shadow, wouldRefuse: full && shadow };
