@@ -7,9 +7,10 @@
 -- only they would refuse is admitted without a slot in them (their count stays what it would
 -- be if they were enforced); a send an enforced cap refuses claims nothing, shadow caps included.
 -- KEYS[k]   the counter hash of send k (the same key may appear for several sends)
--- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then one per send:
+-- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then the sends'
+--           texts, one per argument or many in one joined by ';' (readItemTexts), in KEYS' order:
 --           "<tail>,<field>,<limit index>,...": its entry's tail as a number (member digest ×
---           65536 + attempt token), then per cap its field and limit index (readItem)
+--           65536 + attempt token), then per cap its field and limit index (readItemText)
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (0 no; 1 this
 --           attempt's entry, or a record's; 2 another attempt's, which this admitted send now holds
 --           too: lib/counter_entries.lua coHold), retry ms }
@@ -20,6 +21,7 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local stamp = stampOf(now)
 local limits, pos = readLimits(now)
+local items = readItemTexts(pos)
 
 local out = { now }
 local fields, caps, kept, counted, firsts, held, heldAt, full = {}, {}, {}, {}, {}, {}, {}, {}
@@ -36,8 +38,7 @@ end
 
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail, digest, n
-  tail, digest, n, pos = readItem(pos, limits, fields, caps)
+  local tail, digest, n = readItemText(items[k], limits, fields, caps)
   local values = redis.call('HMGET', key, unpack(fields, 1, n))
 
   local blocked = false

@@ -61,14 +61,11 @@ local function readLimits(now)
   return limits, 2 + LIMIT_ARGS * c
 end
 
--- reads one send's argument, ARGV[pos]: "<tail>,<field>,<limit index>,<field>,<limit index>...",
--- its entry's tail as a number (member digest × 65536 + token), then per counter its field and
--- limit index (fields are encoded key parts: never a comma). One argument per send, not 2 + 2n:
--- the client encodes each argument on its own, and a batch of 256 sends had 2,000 of them.
--- Fills fields[1..n] and caps[1..n]. Returns the tail (6 bytes), the digest (its first 4), n
--- and the position after it.
-local function readItem(pos, limits, fields, caps)
-  local item = ARGV[pos]
+-- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>...", its entry's
+-- tail as a number (member digest × 65536 + token), then per counter its field and limit index
+-- (fields are encoded key parts: never a comma, nor a semicolon). Fills fields[1..n] and
+-- caps[1..n]. Returns the tail (6 bytes), the digest (its first 4) and n.
+local function readItemText(item, limits, fields, caps)
   local at = string.find(item, ',', 1, true)
   local tail = struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
   local n = 0
@@ -78,7 +75,25 @@ local function readItem(pos, limits, fields, caps)
       fields[n], caps[n] = field, limits[tonumber(index)]
     end
   end
-  return tail, string.sub(tail, 1, 4), n, pos + 1
+  return tail, string.sub(tail, 1, 4), n
+end
+
+-- reads one send's argument, ARGV[pos] (readItemText), one argument per send, not 2 + 2n: the
+-- client encodes each argument on its own, and a batch of 256 sends had 2,000 of them. Returns
+-- the tail, the digest, n and the position after it.
+local function readItem(pos, limits, fields, caps)
+  local tail, digest, n = readItemText(ARGV[pos], limits, fields, caps)
+  return tail, digest, n, pos + 1
+end
+
+-- the sends' texts from ARGV[pos] on: an argument holds one, or many joined by ';' (a batch's
+-- sends in one argument: the client encodes each argument on its own, a few strings each)
+local function readItemTexts(pos)
+  local items = {}
+  for a = pos, #ARGV do
+    for text in string.gmatch(ARGV[a], '[^;]+') do items[#items + 1] = text end
+  end
+  return items
 end
 
 -- An entry's token when a record made it (no attempt gives it back)

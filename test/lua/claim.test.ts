@@ -136,6 +136,19 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
 
+  it("takes a batch's sends joined by ';' in one argument, or split over several, alike", async () => {
+    const sends = [item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]), item(tail(4, 1), [["one", 1]])];
+    const keys = (tag: string) => [key(`${tag}x`), key(`${tag}y`), key(`${tag}x`), key(`${tag}y`)];
+    const limit = [1, 60_000, 1, 0, 0, 0];
+    const joined = (await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))) as number[];
+    const mixed = (await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0] as string, sends.slice(1, 3).join(";"), sends[3] as string)) as number[];
+    // per claim: allowed, count, held, retry; each recipient's first is allowed, its second refused (a wait of ~60 s)
+    const claims = (reply: number[]) => [0, 1, 2, 3].map((c) => [reply[1 + 4 * c], reply[2 + 4 * c], reply[3 + 4 * c], Number(reply[4 + 4 * c]) > 59_000 ? "waits" : reply[4 + 4 * c]]);
+    assert.equal(joined.length, 1 + 4 * 4);
+    assert.deepEqual(claims(joined), [[1, 1, 0, -1], [1, 1, 0, -1], [0, 1, 0, "waits"], [0, 1, 0, "waits"]]);
+    assert.deepEqual(claims(mixed), claims(joined));
+  });
+
   it("is called by SHA after one load", async () => {
     const sha = (await redis.script("LOAD", claimSource)) as string;
     const reply = (await redis.evalsha(sha, 1, key("sha"), ...claimArgs(1, 1, [["c", 1000, 1]]))) as number[];

@@ -189,12 +189,14 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const text = new CountersText(limits);
-    const args = new Array<Arg>(items.length);
+    const texts = new Array<string>(items.length);
     for (let i = 0; i < items.length; i++) {
       const r = items[i] as ClaimRequest;
-      args[i] = text.arg(r.counters, entryTail(r.member, r.token));
+      texts[i] = text.arg(r.counters, entryTail(r.member, r.token));
     }
-    return [...limits.args(), ...args];
+    // the sends in one argument (lua/claim.lua readItemTexts): the client writes each argument with a length
+    // prefix of its own, strings it builds per argument
+    return [...limits.args(), texts.join(";")];
   },
   read: (reply, items) => {
     const nowMs = Number(reply[0]);
