@@ -1,5 +1,5 @@
 import { applicableCaps, type ApplicableCap } from "./applicableCaps";
-import { ClaimAnswer, rank } from "./claimAnswer";
+import { ClaimAnswer, rank, type DecisionTo } from "./claimAnswer";
 import { StoreUnavailableError } from "./errors";
 import { capCounterKey, recipientToken } from "./keys";
 import type { CapRule } from "./rules";
@@ -236,21 +236,59 @@ export class CapEngine {
   }
 
   private claimUnder(send: Send, rules: readonly CapRule[]): Promise<CapDecision> {
-    const caps = this.capsFor(send, rules);
+    return this.claimCaps(send, this.capsFor(send, rules));
+  }
+
+  private claimCaps(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     if (caps.some(isTotal)) return this.claimWithTotals(send, caps);
     // an earlier send of this recipient waits for a total cap's slot: this one claims after it
     const behind = this.ownTurns.size === 0 || caps.length === 0 ? undefined : this.ownTurns.get((caps[0] as ApplicableCap).key);
     return behind ? behind.then(() => this.claimCounters(send, caps)) : this.claimCounters(send, caps);
   }
 
+  /**
+   * claim() with the decision told to `to` (what the fail mode throws, closed,
+   * as a failure): a send whose rules are at hand and whose caps are all its
+   * recipient's own, none of its recipient's sends waiting before it (most
+   * sends), goes to the store with no promise made for it; a burst's sends
+   * each made one, its functions, and the promises that read it.
+   */
+  claimTo(send: Send, to: DecisionTo): void {
+    const claimed = this.isExempt(send.tier) ? Promise.resolve<CapDecision>({ kind: "exempt" }) : this.submitOrClaim(send, to);
+    // every other decision through a promise, so `to` is never told inside this call: its msg's end may begin the next
+    // msg of a burst, whose decision (exempt, say) would be told at once too, and so on down the stack
+    claimed?.then((decision) => to.decided(decision), (err: unknown) => to.failed(err));
+  }
+
+  /** Sends the claim, told to `to`, when the send takes the common path (undefined); else the promise of its decision. */
+  private submitOrClaim(send: Send, to: DecisionTo): Promise<CapDecision> | undefined {
+    let got: ReturnType<CapEngine["rulesOf"]>;
+    try {
+      got = this.rulesOf(send);
+    } catch (closed) {
+      return Promise.reject(closed);
+    }
+    if (got instanceof StoreUnavailableError) return Promise.resolve({ kind: "fail_open", error: got });
+    if (got instanceof Promise) return got.then((rules) => (rules instanceof StoreUnavailableError ? { kind: "fail_open" as const, error: rules } : this.claimUnder(send, rules)));
+    const caps = this.capsFor(send, got);
+    const first = caps[0];
+    if (first === undefined || caps.some(isTotal) || (this.ownTurns.size > 0 && this.ownTurns.has(first.key))) return this.claimCaps(send, caps);
+    this.submitClaim(send, caps, to);
+    return undefined;
+  }
+
   /** The recipient's own caps: one atomic claim in its counter hash. */
   private claimCounters(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
-    const token = claimToken();
-    if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt: { member: send.messageId, token } });
+    if (caps.length === 0) return Promise.resolve({ kind: "allowed", caps, outcome: { allowed: true, nowMs: Date.now(), counters: [] }, attempt: { member: send.messageId, token: claimToken() } });
+    return new Promise((resolve, reject) => this.submitClaim(send, caps, { decided: resolve, failed: reject }));
+  }
+
+  /** Sends the claim of `caps` (at least one, all the recipient's own) to the store; its decision is told to `to`. */
+  private submitClaim(send: Send, caps: ApplicableCap[], to: DecisionTo): void {
     // the request names the attempt (member, token): the decision keeps it as its attempt, no copy
-    const request: ClaimRequest = { key: (caps[0] as ApplicableCap).key, member: send.messageId, token, counters: counterSpecs(caps) };
+    const request: ClaimRequest = { key: (caps[0] as ApplicableCap).key, member: send.messageId, token: claimToken(), counters: counterSpecs(caps) };
     const access = this.options.access;
-    return new Promise((resolve, reject) => access.submitTo(this.claims, request, new ClaimAnswer(access, send, caps, request, resolve, reject)));
+    access.submitTo(this.claims, request, new ClaimAnswer(access, send, caps, request, to));
   }
 
   /**

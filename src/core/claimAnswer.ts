@@ -7,12 +7,19 @@ import type { StoreAccess } from "./storeAccess";
 import { mayHaveLanded } from "./storeFaults";
 import type { ClaimOutcome } from "./stores/admissionStore";
 
+/** Who is told a send's decision (CapEngine.claimTo): the decision, or a failure for Catch (the fail mode closed). Never throws. */
+export interface DecisionTo {
+  decided(decision: CapDecision): void;
+  failed(err: unknown): void;
+}
+
 /**
  * Turns the store's answer to one send's claim of its own caps into the
- * send's decision, a failure through the fail mode. One object per send, told
- * by the send queue (StoreAccess.submitTo): a burst's claims each made a
- * promise for the queue's answer and two more for its then and catch.
- * Never throws: the queue tells the answers of a whole batch in one loop.
+ * send's decision, a failure through the fail mode, and tells it to `to`.
+ * One object per send, told by the send queue (StoreAccess.submitTo): a
+ * burst's claims each made a promise for the queue's answer and two more for
+ * its then and catch. Never throws: the queue tells the answers of a whole
+ * batch in one loop.
  */
 export class ClaimAnswer implements Answer<ClaimOutcome> {
   constructor(
@@ -20,9 +27,8 @@ export class ClaimAnswer implements Answer<ClaimOutcome> {
     private readonly send: Send,
     private readonly caps: ApplicableCap[],
     private readonly attempt: ClaimAttempt,
-    private readonly decided: (decision: CapDecision) => void,
-    /** the fail mode is closed (access.failed threw), or the answer could not be read: for Catch */
-    private readonly failed: (err: unknown) => void,
+    /** told the decision; or, when the fail mode is closed (access.failed threw) or the answer could not be read, the failure */
+    private readonly to: DecisionTo,
   ) {}
 
   resolve(outcome: ClaimOutcome): void {
@@ -30,10 +36,10 @@ export class ClaimAnswer implements Answer<ClaimOutcome> {
     try {
       decision = outcome.allowed ? { kind: "allowed", caps: this.caps, outcome, attempt: this.attempt } : blockedDecision(this.caps, outcome);
     } catch (err) {
-      this.failed(err);
+      this.to.failed(err);
       return;
     }
-    this.decided(decision);
+    this.to.decided(decision);
   }
 
   reject(err: StoreUnavailableError): void {
@@ -41,11 +47,11 @@ export class ClaimAnswer implements Answer<ClaimOutcome> {
     try {
       failure = this.access.failed(this.send.org, this.send.channel, err);
     } catch (closed) {
-      this.failed(closed);
+      this.to.failed(closed);
       return;
     }
     // a call that was sent may have been applied (timed out, or its answer lost with the connection): the claim goes on the msg
-    this.decided(mayHaveLanded(failure)
+    this.to.decided(mayHaveLanded(failure)
       ? { kind: "fail_open", error: failure, caps: this.caps, attempt: this.attempt }
       : { kind: "fail_open", error: failure });
   }

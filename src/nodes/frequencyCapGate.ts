@@ -1,6 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission, type CapGateContext } from "../core/admission";
 import type { CapDecision } from "../core/capEngine";
+import type { DecisionTo } from "../core/claimAnswer";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
 import { HeldOrder } from "../core/deferral/heldOrder";
@@ -84,17 +85,44 @@ export default function register(RED: NodeAPI): void {
       return sendData;
     }
 
-    // not async: every msg of a burst kept an async function's frame, its promise and its await's closures until its
-    // store call was answered; a then made once per msg is enough
-    function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
+    /**
+     * One msg's claim, told its decision by the engine (CapEngine.claimTo):
+     * the verdict is written and the msg's turn ends, a refusal's work first.
+     * A burst's msgs each had a promise here, its then and the functions they
+     * made, all kept until the store answered.
+     */
+    class ClaimVerdict implements DecisionTo {
+      constructor(private readonly msg: AdmittedMsg, private readonly turn: Turn, private readonly service: CapService, private readonly sendData: Send) {}
+
+      decided(decision: CapDecision): void {
+        let refusing: Promise<void> | undefined;
+        try {
+          refusing = decided(this.msg, this.turn, this.service, this.sendData, decision);
+        } catch (err) {
+          this.turn.end(err as Error);
+          return;
+        }
+        if (refusing) refusing.then(() => this.turn.end(), (err: Error) => this.turn.end(err));
+        else this.turn.end();
+      }
+
+      failed(err: unknown): void {
+        this.turn.end(err as Error);
+      }
+    }
+
+    /** Ends the msg's turn itself (ClaimVerdict) when its fields are msg paths; else the promise of its claim. */
+    function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> | undefined {
+      let read: Send | Promise<Send>;
       try {
-        const read = readSend(msg, service, turn);
-        if (read instanceof Promise) return read.then((sendData) => claimFor(msg, turn, service, sendData));
-        return claimFor(msg, turn, service, read);
+        read = readSend(msg, service, turn);
       } catch (err) {
         // a bad field: the msg goes to Catch
         return Promise.reject(err);
       }
+      if (read instanceof Promise) return read.then((sendData) => claimFor(msg, turn, service, sendData));
+      service.engine.claimTo(read, new ClaimVerdict(msg, turn, service, read));
+      return undefined;
     }
 
     function claimFor(msg: AdmittedMsg, turn: Turn, service: CapService, sendData: Send): Promise<void> {
@@ -192,8 +220,9 @@ export default function register(RED: NodeAPI): void {
       turn.send([msg, null, null]);
     }
 
-    // not async: it hands back the promise of the mode's work, with no promise of its own around it
-    function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
+    // not async: it hands back the promise of the mode's work, with no promise of its own around it, or nothing when
+    // the work ends the msg's turn itself (a claim)
+    function handle(msg: AdmittedMsg, turn: Turn): Promise<void> | undefined {
       const service = config?.service;
       if (problem || !service) return Promise.reject(problem ?? new Error("cap-config: its store is closed"));
       if (mode === "record") return record(msg, turn, service);

@@ -9,7 +9,6 @@ import { releaseHandler } from "./holding";
 import { ClosingOutputs } from "./closingOutputs";
 import { parkedOutput, parkInQueue, releaseParked, type Park, type Whose } from "./parking";
 import type { AdmittedMsg } from "./refusal";
-
 import { countOutputs, MsgTurn, type Done, type SendFn, type Turn, type TurnShared } from "./gateTurn";
 
 export type { SendFn, Turn } from "./gateTurn";
@@ -58,17 +57,20 @@ export interface ServedGate {
  * (msg, send, done) so the runtime waits for it; a failure goes to done(err),
  * which hands the msg to a Catch node; on close every subscription ends, and
  * the runtime waits for a release in progress to finish.
- * Each msg comes with its Turn: msgs of one recipient leave in the order they came (turn.lineUp), whatever
- * order the store answers them in. With `metrics`, every msg is counted by the
- * output it leaves and every msg sent to Catch by why (the metrics and the
- * editor's sidebar); a gate removed from the flows takes its counts with it.
+ * Each msg comes with its Turn: msgs of one recipient leave in the order they
+ * came (turn.lineUp), whatever order the store answers them in; the turn ends
+ * when the handler's promise settles, or, when it returns none, when it calls
+ * turn.end. With
+ * `metrics`, every msg is counted by the output it leaves and every msg sent
+ * to Catch by why (the metrics and the editor's sidebar); a gate removed from
+ * the flows takes its counts with it.
  * A burst waits in the gate's intake (at most MAX_ACTIVE msgs are begun at
  * once), counted in the cap-config's send queue (`backlog`) towards maxQueued.
  * What the gate judges once its close has begun goes through ClosingOutputs:
  * parked when the nodes after it have stopped.
  */
 export function serveGate(
-  node: Node, status: GateStatus, handle: (msg: AdmittedMsg, turn: Turn) => Promise<void>, cleanups: readonly Cleanup[],
+  node: Node, status: GateStatus, handle: (msg: AdmittedMsg, turn: Turn) => Promise<void> | undefined, cleanups: readonly Cleanup[],
   serving: GateServing = {},
 ): ServedGate {
   const { metrics, backlog, drains } = serving;
@@ -78,7 +80,16 @@ export function serveGate(
   const shared: TurnShared = { closing, counts: metrics?.counts, status, leave: () => intake.leave() };
   const intake = new Intake<NodeMessageInFlow, SendFn, Done>((msg, send, done) => {
     const turn = new MsgTurn(shared, order.place(), send, done);
-    handle(msg as AdmittedMsg, turn).then(() => turn.end(), (err: Error) => turn.end(err));
+    let handled: Promise<void> | undefined;
+    try {
+      handled = handle(msg as AdmittedMsg, turn);
+    } catch (err) {
+      // a handler that threw before its first await still ends its msg's turn (to Catch), or the intake would wait for
+      // it; not at once, down the stack of the msg that begins this one
+      handled = Promise.reject(err as Error);
+    }
+    // no promise: the handler ends the turn itself
+    handled?.then(() => turn.end(), (err: Error) => turn.end(err));
   }, backlog);
   node.on("input", (msg: NodeMessageInFlow, send: SendFn, done: Done) => intake.enter(msg, send, done));
   node.on("close", (removed: boolean, done: () => void) => {

@@ -17,6 +17,12 @@ export interface Turn {
   send(out: Outputs): void;
   /** puts the msg in its recipient's line, once the gate has read whose it is */
   lineUp(whose: Whose): void;
+  /**
+   * the msg is done (with `err`, it goes to Catch): for a handler that
+   * returned no promise, which must call it exactly once; serveGate calls it
+   * for the others, when their promise settles
+   */
+  end(err?: Error): void;
 }
 
 /** What every msg's turn at one gate shares. */

@@ -93,6 +93,29 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     });
   }
 
+  for (const store of ["memory", "redis"] as const) {
+    it(`on the ${store} store, 19,000 msgs of an exempt tier waiting behind 1,000 claims all leave, exempt, each recipient in order (a decision made without the store does not begin the next msg down the stack)`, async () => {
+      const keyPrefix = uniquePrefix(`burst-exempt-${store}`);
+      const flow = await deployGateFlow({ store, config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS, exemptTiers: ["P0"] }, rules: ONE_PER_TEN_MINUTES });
+      const sent = 20_000;
+      // the claims fill the gate's intake; the exempt msgs wait behind them and begin one after another as they finish
+      for (let i = 0; i < sent; i++) flow.send({ recipient: `user-${i % 10}`, channel: "sms", messageId: `m${i}`, ...(i < 1000 ? {} : { tier: "P0" }) });
+      await flow.out.until(sent, 90_000);
+      assert.equal(flow.out.of("caught").length, 0, `caught: ${String((flow.out.of("caught")[0]?.error as { message?: string } | undefined)?.message)}`);
+      const exempt = flow.out.of("allowed").filter((m) => reasonOf(m) === "exempt");
+      assert.equal(exempt.length, sent - 1000);
+      assert.equal(flow.out.of("allowed").length - exempt.length, 10, "each recipient's first claim");
+      assert.equal(flow.out.of("skipped").length, 990);
+      const last = new Map<string, number>();
+      for (const { msg } of flow.out.sequence) {
+        const n = Number(String(msg.messageId).slice(1));
+        assert.ok((last.get(String(msg.recipient)) ?? -1) < n, `${String(msg.recipient)}: m${n} left out of order`);
+        last.set(String(msg.recipient), n);
+      }
+      await dropPrefix(redis, keyPrefix);
+    });
+  }
+
   it("a redeploy in the middle of a burst: every msg of it is claimed before the cap-config closes its store", async () => {
     const keyPrefix = uniquePrefix("burst-redeploy");
     const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS, failMode: "closed" }, rules: ONE_PER_TEN_MINUTES });

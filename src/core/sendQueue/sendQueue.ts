@@ -147,13 +147,17 @@ export class SendQueue implements Backlog {
   /**
    * submit() with the answer told to `to`, no promise made: a caller that
    * reads the answer at once (a claim) makes one object instead of a promise
-   * and the promises of its then and catch.
+   * and the promises of its then and catch. `to` is never told inside this
+   * call, and never throws.
    */
   submitTo<I, O>(lane: Lane<I, O>, item: I, to: Answer<O>): void {
     if (lane.bounded && (this.refuseAll || this.full())) {
       // a msg refused at the door was warned of then: its episode may have ended since, and it starts none
       if (!this.refuseAll) this.beginOverload();
-      to.reject(new StoreUnavailableError("overloaded", `the send queue holds ${this.options.maxQueued} msgs (maxQueued)`));
+      const refusal = new StoreUnavailableError("overloaded", `the send queue holds ${this.options.maxQueued} msgs (maxQueued)`);
+      // later, not in this submit (answerLater): the refusal of one msg waiting in an intake begins the next, whose
+      // submit would answer it at once, and so on down the stack, a whole burst deep
+      queueMicrotask(() => to.reject(refusal));
       return;
     }
     this.waiting.push({ lane: lane as Lane<unknown, unknown>, item, to: to as Answer<unknown> });
@@ -226,6 +230,19 @@ export class SendQueue implements Backlog {
     await Promise.all([...byLane].map(([lane, group]) => this.send(lane, group)));
   }
 
+  /**
+   * Answers a group with a failure on the next microtask, not in the submit or
+   * flush that found it: an answer may end a msg and so begin the next one
+   * waiting in its gate's intake, whose submit would flush and be answered at
+   * once in turn, a whole burst deep in the stack. (The store's answers come
+   * from the socket, never inside a submit.)
+   */
+  private answerLater(group: readonly Waiting[], failure: StoreUnavailableError): void {
+    queueMicrotask(() => {
+      for (const w of group) this.answer(w, failure);
+    });
+  }
+
   /** An item is answered: it no longer counts towards maxQueued (an overload episode ends once none is left). */
   private answer(waiting: Waiting, failure: StoreUnavailableError | undefined, result?: unknown): void {
     this.pending--;
@@ -244,7 +261,9 @@ export class SendQueue implements Backlog {
         this.waiting.splice(this.head, 0, ...group);
         return;
       }
-      for (const w of group) this.answer(w, asStoreFailure(err));
+      const failure = asStoreFailure(err);
+      // later, not in this flush: see answerLater
+      this.answerLater(group, failure);
       return;
     }
     let sentAt = performance.now();
@@ -255,7 +274,14 @@ export class SendQueue implements Backlog {
         await connecting;
         sentAt = performance.now();
       }
-      const results = await roundTrip(lane.run(group.map((w) => w.item)), lane.timeoutMs ?? this.options.timeoutMs);
+      let running: Promise<Settled<unknown>[]>;
+      try {
+        running = lane.run(group.map((w) => w.item));
+      } catch (err) {
+        // answered after the await below, not in this flush (answerLater)
+        running = Promise.reject(err);
+      }
+      const results = await roundTrip(running, lane.timeoutMs ?? this.options.timeoutMs);
       const ms = performance.now() - sentAt;
       this.paced(group.length, ms);
       let fault: StoreUnavailableError | undefined;
