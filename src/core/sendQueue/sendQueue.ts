@@ -247,8 +247,16 @@ export class SendQueue implements Backlog {
   private answer(waiting: Waiting, failure: StoreUnavailableError | undefined, result?: unknown): void {
     this.pending--;
     if (this.pending + this.outside === 0) this.overloaded = false;
-    if (failure) waiting.to.reject(failure);
-    else waiting.to.resolve(result);
+    try {
+      if (failure) waiting.to.reject(failure);
+      else waiting.to.resolve(result);
+    } catch (err) {
+      // an answer's reader must not throw (a promise's never do; a claim's ends its msg's turn): one that does must not
+      // stop the batch's other answers, nor have them answered twice; it surfaces as it would have from a promise's then
+      queueMicrotask(() => {
+        throw err;
+      });
+    }
   }
 
   private async send(lane: Lane<unknown, unknown>, group: Waiting[]): Promise<void> {
