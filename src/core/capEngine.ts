@@ -1,5 +1,5 @@
 import { applicableCaps, type ApplicableCap } from "./applicableCaps";
-import { ClaimAnswer, rank, type DecisionTo } from "./claimAnswer";
+import { ClaimCall, rank, type DecisionTo } from "./claimCall";
 import { StoreUnavailableError } from "./errors";
 import { capCounterKey, recipientToken } from "./keys";
 import type { CapRule } from "./rules";
@@ -285,10 +285,10 @@ export class CapEngine {
 
   /** Sends the claim of `caps` (at least one, all the recipient's own) to the store; its decision is told to `to`. */
   private submitClaim(send: Send, caps: ApplicableCap[], to: DecisionTo): void {
-    // the request names the attempt (member, token): the decision keeps it as its attempt, no copy
-    const request: ClaimRequest = { key: (caps[0] as ApplicableCap).key, member: send.messageId, token: claimToken(), counters: counterSpecs(caps) };
     const access = this.options.access;
-    access.submitTo(this.claims, request, new ClaimAnswer(access, send, caps, request, to));
+    // one object is the request, the attempt the decision keeps, and the reader of the answer
+    const call = new ClaimCall(access, send, caps, to, (caps[0] as ApplicableCap).key, send.messageId, claimToken(), counterSpecs(caps));
+    access.submitTo(this.claims, call, call);
   }
 
   /**

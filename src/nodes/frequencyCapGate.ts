@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission, type CapGateContext } from "../core/admission";
 import type { CapDecision } from "../core/capEngine";
-import type { DecisionTo } from "../core/claimAnswer";
+import type { DecisionTo } from "../core/claimCall";
 import { parseCandidates } from "../core/candidates";
 import { checkAnswer } from "../core/checkAnswer";
 import { HeldOrder } from "../core/deferral/heldOrder";

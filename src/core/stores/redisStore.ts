@@ -164,10 +164,29 @@ class CountersText {
   }
 }
 
+/** The key an item's cluster slot is found by. */
+function slotKeyOf<I>(script: ScriptBatch<I, unknown>, item: I): string {
+  return script.keyOf ? script.keyOf(item) : ((script.keysOf as (item: I) => string[])(item)[0] as string);
+}
+
+/** The KEYS of a call of these items, in order. */
+function keysOf<I>(script: ScriptBatch<I, unknown>, items: readonly I[]): string[] {
+  const { keyOf } = script;
+  if (keyOf) {
+    const keys = new Array<string>(items.length);
+    for (let i = 0; i < items.length; i++) keys[i] = keyOf(items[i] as I);
+    return keys;
+  }
+  return items.flatMap(script.keysOf as (item: I) => string[]);
+}
+
 /** A script call's encoding of some items, and how to read each item's answer back from its reply. */
 interface ScriptBatch<I, O> {
   call: keyof ScriptCommands;
-  keysOf(item: I): string[];
+  /** each item's one key (most scripts): read with no array per item */
+  keyOf?(item: I): string;
+  /** each item's keys, its slot's first, when it has more than one */
+  keysOf?(item: I): string[];
   /** the arguments of these items, in order */
   argsOf(items: readonly I[]): Arg[];
   /** every item's answer, in order */
@@ -185,7 +204,7 @@ function freshSlot(count: number): CounterOutcome {
 
 const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   call: "sendgateClaim",
-  keysOf: (r) => [r.key],
+  keyOf: (r) => r.key,
   argsOf: (items) => {
     const limits = new LimitTable();
     const text = new CountersText(limits);
@@ -222,7 +241,7 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
 
 const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   call: "sendgateRecord",
-  keysOf: (r) => [r.key],
+  keyOf: (r) => r.key,
   argsOf: (items) => {
     const limits = new LimitTable();
     const text = new CountersText(limits);
@@ -238,14 +257,14 @@ const recordBatch: ScriptBatch<RecordRequest, number[]> = {
 
 const releaseBatch: ScriptBatch<ReleaseRequest, ReleaseAnswer> = {
   call: "sendgateRelease",
-  keysOf: (r) => [r.key],
+  keyOf: (r) => r.key,
   argsOf: (items) => items.flatMap((r) => (r.kind === "mark" ? ["m", r.value] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields])),
   read: (reply, items) => items.map((_, i) => ({ given: Number(reply[2 * i]), handed: Number(reply[2 * i + 1]) })),
 };
 
 const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   call: "sendgateInspect",
-  keysOf: (r) => [r.key],
+  keyOf: (r) => r.key,
   argsOf: (items) => {
     const limits = new LimitTable();
     const text = new CountersText(limits);
@@ -283,7 +302,7 @@ const suppressionBatch: ScriptBatch<SentCheck, SuppressionOutcome> = {
 
 const gcraBatch: ScriptBatch<ThroughputRequest, ThroughputOutcome> = {
   call: "sendgateGcra",
-  keysOf: (r) => [r.key],
+  keyOf: (r) => r.key,
   argsOf: (items) => items.flatMap((r) => [r.emissionUs, r.toleranceUs, Math.max(0, Math.floor(r.maxWaitUs))]),
   read: (reply, items) => {
     const nowUs = Number(reply[0]);
@@ -293,7 +312,7 @@ const gcraBatch: ScriptBatch<ThroughputRequest, ThroughputOutcome> = {
 
 const gcraRefundBatch: ScriptBatch<ThroughputRefund, number> = {
   call: "sendgateGcraRefund",
-  keysOf: (r) => [r.key],
+  keyOf: (r) => r.key,
   argsOf: (items) => items.flatMap((r) => [r.emissionUs, Math.max(0, Math.floor(r.count)), r.lastUs, r.toleranceUs]),
   read: (reply, items) => items.map((_, i) => Number(reply[1 + i])),
 };
@@ -486,13 +505,13 @@ export class RedisStore implements AdmissionStore {
     // as soon as the tick is over, whatever else the tick still does (a burst's other msgs), not a tick later
     const connecting = this.whenUsable();
     if (connecting) await connecting;
-    const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => script.keysOf(item)[0] as string) : [items.map((_, i) => i)];
+    const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => slotKeyOf(script, item)) : [items.map((_, i) => i)];
     const out = new Array<Settled<O>>(items.length);
     // one master stalled must not time out the others' answers: each slot's call has its own deadline
     const deadline = groups.length > 1 ? this.slotDeadlineMs : undefined;
     const call = async (indexes: readonly number[]): Promise<void> => {
       const group = indexes.map((i) => items[i] as I);
-      const keys = group.flatMap(script.keysOf);
+      const keys = keysOf(script, group);
       const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
       const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline));
       script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });

@@ -5,7 +5,7 @@ import type { Send } from "./send";
 import type { Answer } from "./sendQueue/sendQueue";
 import type { StoreAccess } from "./storeAccess";
 import { mayHaveLanded } from "./storeFaults";
-import type { ClaimOutcome } from "./stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, CounterSpec } from "./stores/admissionStore";
 
 /** Who is told a send's decision (CapEngine.claimTo): the decision, or a failure for Catch (the fail mode closed). Never throws. */
 export interface DecisionTo {
@@ -14,27 +14,33 @@ export interface DecisionTo {
 }
 
 /**
- * Turns the store's answer to one send's claim of its own caps into the
- * send's decision, a failure through the fail mode, and tells it to `to`.
- * One object per send, told by the send queue (StoreAccess.submitTo): a
- * burst's claims each made a promise for the queue's answer and two more for
- * its then and catch. Never throws: the queue tells the answers of a whole
- * batch in one loop.
+ * One send's claim of its own caps: the request the store is sent (and the
+ * attempt its decision keeps), and what turns the store's answer into the
+ * send's decision, a failure through the fail mode, told to `to`. One object
+ * per send, told by the send queue (StoreAccess.submitTo): a burst's claims
+ * each made a request, a promise for the queue's answer and two more for its
+ * then and catch. Never throws: the queue tells the answers of a whole batch
+ * in one loop.
  */
-export class ClaimAnswer implements Answer<ClaimOutcome> {
+export class ClaimCall implements ClaimRequest, ClaimAttempt, Answer<ClaimOutcome> {
   constructor(
     private readonly access: Pick<StoreAccess, "failed">,
     private readonly send: Send,
     private readonly caps: ApplicableCap[],
-    private readonly attempt: ClaimAttempt,
     /** told the decision; or, when the fail mode is closed (access.failed threw) or the answer could not be read, the failure */
     private readonly to: DecisionTo,
+    /** the recipient's counter hash */
+    readonly key: string,
+    /** the messageId, and this attempt's token (ClaimRequest) */
+    readonly member: string,
+    readonly token: number,
+    readonly counters: readonly CounterSpec[],
   ) {}
 
   resolve(outcome: ClaimOutcome): void {
     let decision: CapDecision;
     try {
-      decision = outcome.allowed ? { kind: "allowed", caps: this.caps, outcome, attempt: this.attempt } : blockedDecision(this.caps, outcome);
+      decision = outcome.allowed ? { kind: "allowed", caps: this.caps, outcome, attempt: this } : blockedDecision(this.caps, outcome);
     } catch (err) {
       this.to.failed(err);
       return;
@@ -52,7 +58,7 @@ export class ClaimAnswer implements Answer<ClaimOutcome> {
     }
     // a call that was sent may have been applied (timed out, or its answer lost with the connection): the claim goes on the msg
     this.to.decided(mayHaveLanded(failure)
-      ? { kind: "fail_open", error: failure, caps: this.caps, attempt: this.attempt }
+      ? { kind: "fail_open", error: failure, caps: this.caps, attempt: this }
       : { kind: "fail_open", error: failure });
   }
 }
