@@ -6,8 +6,8 @@
  * with no msg of its key ahead of it, the common case.
  */
 export class OutputOrder {
-  /** per key, the last msg in line */
-  private readonly tails = new Map<string, Place>();
+  /** per group (an org), per key (a recipient), the last msg in line: two lookups, no key made of both per msg */
+  private readonly tails = new Map<string, Map<string, Place>>();
 
   /** A msg's place in line; join it once its key is known, leave it when it is done. */
   place(): Place {
@@ -16,7 +16,9 @@ export class OutputOrder {
 
   /** keys with msgs in line (for tests: it drains to 0) */
   get lines(): number {
-    return this.tails.size;
+    let n = 0;
+    for (const line of this.tails.values()) n += line.size;
+    return n;
   }
 }
 
@@ -30,14 +32,22 @@ export class Place {
   private leaving: (() => void) | undefined;
   private left = false;
 
-  constructor(private readonly tails: Map<string, Place>) {}
+  /** the lines of this msg's group, once it has joined */
+  private line: Map<string, Place> | undefined;
+  private group = "";
 
-  /** Takes the place behind the msgs of `key` already in line. */
-  join(key: string): void {
+  constructor(private readonly tails: Map<string, Map<string, Place>>) {}
+
+  /** Takes the place behind the msgs of `key` in `group` already in line. */
+  join(group: string, key: string): void {
     if (this.key !== undefined) return;
     this.key = key;
-    const ahead = this.tails.get(key);
-    this.tails.set(key, this);
+    this.group = group;
+    let line = this.tails.get(group);
+    if (!line) this.tails.set(group, (line = new Map()));
+    this.line = line;
+    const ahead = line.get(key);
+    line.set(key, this);
     if (ahead && !ahead.left) {
       ahead.behind = this;
       this.blocked = true;
@@ -92,7 +102,12 @@ export class Place {
 
   private depart(): void {
     this.left = true;
-    if (this.key !== undefined && this.tails.get(this.key) === this) this.tails.delete(this.key);
+    const line = this.line;
+    if (line !== undefined && line.get(this.key as string) === this) {
+      line.delete(this.key as string);
+      // groups come from msgs: an emptied one is not kept
+      if (line.size === 0 && this.tails.get(this.group) === line) this.tails.delete(this.group);
+    }
     this.behind?.unblock();
   }
 }

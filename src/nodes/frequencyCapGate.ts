@@ -74,6 +74,9 @@ export default function register(RED: NodeAPI): void {
 
     /** The msg's send, at once when its fields are msg paths (no extra turn of the event loop). */
     function readSend(msg: AdmittedMsg, service: CapService, turn: Turn): Send | Promise<Send> {
+      // parsed at once: the reader's one raw send will do
+      const now = reader.readAtOnce(msg);
+      if (now) return linedUp(now, service, turn);
       const raw = reader.read(msg);
       if (raw instanceof Promise) return raw.then((later) => linedUp(later, service, turn));
       return linedUp(raw, service, turn);

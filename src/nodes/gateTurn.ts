@@ -59,7 +59,7 @@ export class MsgTurn implements Turn {
 
   lineUp(whose: Whose): void {
     this.whose = whose;
-    this.place.join(`${whose.org}\u0000${whose.recipient}`);
+    this.place.join(whose.org, whose.recipient);
   }
 
   /** The handler has finished (with `err`, the msg goes to Catch): at the msg's turn, done, and the next one begins. */

@@ -75,9 +75,14 @@ export class SendReader {
   /** the fields read and each one's reader, by index: a for-of over [field, reader] pairs made an iterator and a pair a field, every msg */
   private readonly fields: SendField[];
   private readonly readers: Reader[];
+  /** every field a msg path: each answers at once */
+  private readonly atOnce: boolean;
+  /** readAtOnce's one raw send, read into again for each msg */
+  private readonly scratch = emptyRaw(undefined);
 
   constructor(RED: NodeAPI, node: Node, props: FieldProps, fields: readonly SendField[] = SEND_FIELDS.filter((f) => f !== "body")) {
     this.fields = fields.slice();
+    this.atOnce = fields.every((field) => (props[`${field}Type`] || "msg") === "msg");
     this.readers = fields.map((field) => {
       const type = props[`${field}Type`] || "msg";
       // a msg path left blank means the default path; a blank string or env value stays blank
@@ -86,6 +91,31 @@ export class SendReader {
       const value = given === undefined || (given === "" && type === "msg") ? fallback : given;
       return fieldReader(RED, node, value, type);
     });
+  }
+
+  /**
+   * read() when every field is a msg path, into one object this reader reads
+   * the next msg into too: for a caller done with it before then (one that
+   * parses it at once), with no object made per msg. Undefined when a field
+   * is read otherwise, or holds a promise (read() then).
+   */
+  readAtOnce(msg: NodeMessage): RawGateInput | undefined {
+    if (!this.atOnce) return undefined;
+    const raw = this.scratch as unknown as Record<string, unknown>;
+    raw.fallbackMessageId = msg._msgid;
+    for (let i = 0; i < this.readers.length; i++) {
+      const field = this.fields[i] as SendField;
+      let value: unknown;
+      try {
+        value = (this.readers[i] as Reader)(msg);
+      } catch (err) {
+        throw readError(field, err as Error);
+      }
+      // a msg that holds a promise in a field: read() waits for it
+      if (value instanceof Promise) return undefined;
+      raw[field] = value;
+    }
+    return withFallbackId(this.scratch, msg);
   }
 
   /** The raw send, at once when every source answers at once (msg paths do), else once they all have. */

@@ -89,7 +89,8 @@ export class SendQueue implements Backlog {
   private overloaded = false;
   /** a msg that arrived past maxQueued begins in its turn: its calls are refused (Intake) */
   private refuseAll = false;
-  private readonly listeners = new Set<(length: number) => void>();
+  /** an array, not a Set: told at every msg in and out, and a Set's iterator is an object each time */
+  private listeners: ((length: number) => void)[] = [];
   /** the batch size in force: shrinks while the store answers slowly, grows back while it is quick */
   private batchLimit: number;
 
@@ -136,8 +137,10 @@ export class SendQueue implements Backlog {
 
   /** Called with the length as batches go out and come back. */
   onLength(listener: (length: number) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.listeners = [...this.listeners, listener];
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    };
   }
 
   submit<I, O>(lane: Lane<I, O>, item: I): Promise<O> {
@@ -336,6 +339,7 @@ export class SendQueue implements Backlog {
   }
 
   private notify(): void {
-    for (const listener of this.listeners) listener(this.pending + this.outside);
+    const listeners = this.listeners;
+    for (let i = 0; i < listeners.length; i++) (listeners[i] as (length: number) => void)(this.pending + this.outside);
   }
 }
