@@ -3,6 +3,7 @@ import { Completions } from "./load/completions";
 import { measureAdPath } from "./adPath/measureAdPath";
 import { measureBursts } from "./burst/measureBursts";
 import { YOUNG_GEN_FLAGS, YOUNG_GEN_MB } from "./burst/youngGen";
+import { MEASURED } from "./burst/measureBurst";
 import { measureCore } from "./core/measureCore";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { cpuTicks, describeMachine, stolenShare } from "./machine";
@@ -46,10 +47,10 @@ function failures(v: Verdicts): number {
   return v.failOpen + v.errors + v.overloaded;
 }
 
-/** A warm-up burst is not a row, but what it failed is shown (and fails the run) as a row's would. */
+/** A burst besides the reported one (a warm-up, a measured one not the median) is not a row, but what it failed is shown (and fails the run) as a row's would. */
 function warmUpFaults(rows: readonly BurstReport[]): string[] {
   return rows.filter((r) => failures(r.warmUp) > 0).map((r) =>
-    `warm-up of ${burstName(r)}: ${r.warmUp.failOpen} fail_open, ${r.warmUp.overloaded} overloaded, ${r.warmUp.errors} errors${r.warmUp.firstError ? ` (${r.warmUp.firstError})` : ""}`);
+    `the other bursts of ${burstName(r)}: ${r.warmUp.failOpen} fail_open, ${r.warmUp.overloaded} overloaded, ${r.warmUp.errors} errors${r.warmUp.firstError ? ` (${r.warmUp.firstError})` : ""}`);
 }
 
 /** The raw run's Redis CPU per call: beside a row's, it shows how far batching can take the gate before Redis itself is the limit. */
@@ -123,7 +124,8 @@ async function main(): Promise<void> {
     if (burstRows.length > 0) {
       console.log("");
       console.log(`burst: every msg handed to the gate in one tick (what a split node does), no bound on msgs in flight, over msgs ÷ 2 recipients, after two unmeasured bursts of the same size through the same gate (first burst: the first of them, right after the deploy); `
-        + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim in this run${rawCpuNote(burstRows)}; `
+        + `msgs/s: the median of ${MEASURED} measured bursts after them (each to recipients of its own), its CPU and verdicts beside it; `
+        + `cap-config defaults (timeoutMs 50, maxQueued 100,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim, the mean of runs right before and right after the row${rawCpuNote(burstRows)}; `
         + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu); "
         + `-ss${YOUNG_GEN_MB}: the same rows in a Node started with ${YOUNG_GEN_FLAGS.join(" ")} (a larger young generation, README "Bursts")`);
       console.log("");

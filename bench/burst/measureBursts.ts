@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import type { Completions } from "../load/completions";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
-import { runRawScenario } from "../rawScenario";
+import { runRawScenario, type RawResult } from "../rawScenario";
 import type { RedisEndpoint } from "../redis/endpoint";
 import { dropKeys } from "../redis/keys";
 import type { BurstReport } from "../report/burstTable";
@@ -25,22 +25,51 @@ export interface BurstContext {
 /**
  * The burst rows: each size on memory and Redis, with `burstCaps` caps, and
  * beside the Redis rows the raw redis-benchmark rate of a single claim of the
- * same caps (-P 1), measured in this run. Then the same rows again in a Node
- * started with a larger young generation (youngGen.ts), which a burst's
- * garbage makes worth its memory.
+ * same caps (-P 1), measured in this run right before and right after each
+ * (their mean: this box's speed drifts within a minute, and a rate measured
+ * once at the start was 10-15 % off the rows measured later). Then the same
+ * rows again in a Node started with a larger young generation (youngGen.ts),
+ * which a burst's garbage makes worth its memory.
  */
 export async function measureBursts(ctx: BurstContext): Promise<BurstReport[]> {
   const { settings, prefix, progress } = ctx;
   const caps = settings.burstCaps;
-  progress(`burst: redis-benchmark EVALSHA of one ${caps}-cap claim, ${settings.rawRequests} claims`);
   const scenario = { name: `burst-raw-${caps}cap`, store: "redis" as const, rulesSource: "inline" as const, rules: capsOf(caps) };
-  const raw = await runRawScenario(ctx.redis, ctx.endpoint, ctx.sha, scenario, settings, `${prefix}-burst-raw`);
-  const rows = [...await gateBurstRows(ctx), ...await burstRowsInYoungGen(`${prefix}-yg`, progress)];
-  return rows.map((row) => (row.store === "redis" ? { ...row, rawPerSec: raw.perSec, rawRedisCpuUsPerCall: raw.redisCpuUsPerCall } : row));
+  let raws = 0;
+  const rawNow = (): Promise<RawResult> => {
+    progress(`burst: redis-benchmark EVALSHA of one ${caps}-cap claim, ${settings.rawRequests} claims`);
+    return runRawScenario(ctx.redis, ctx.endpoint, ctx.sha, scenario, settings, `${prefix}-burst-raw${raws++}`);
+  };
+  let before = await rawNow();
+  const rows: BurstReport[] = [];
+  await gateBurstRows(ctx, async (row) => {
+    if (row.store !== "redis") {
+      rows.push(row);
+      return;
+    }
+    const after = await rawNow();
+    rows.push(withRaw(row, before, after));
+    before = after;
+  });
+  const young = await burstRowsInYoungGen(`${prefix}-yg`, progress);
+  const after = await rawNow();
+  for (const row of young) rows.push(row.store === "redis" ? withRaw(row, before, after) : row);
+  return rows;
 }
 
-/** Each burst size on memory and Redis through this process's Node-RED. */
-export async function gateBurstRows(ctx: Omit<BurstContext, "endpoint" | "sha">): Promise<BurstRow[]> {
+/** A Redis row with the raw rate measured right before and right after it. */
+function withRaw(row: BurstRow, before: RawResult, after: RawResult): BurstReport {
+  return {
+    ...row,
+    rawPerSec: (before.perSec + after.perSec) / 2,
+    rawBeforePerSec: before.perSec,
+    rawAfterPerSec: after.perSec,
+    rawRedisCpuUsPerCall: (before.redisCpuUsPerCall + after.redisCpuUsPerCall) / 2,
+  };
+}
+
+/** Each burst size on memory and Redis through this process's Node-RED; `measured` is told of each row as it is done. */
+export async function gateBurstRows(ctx: Omit<BurstContext, "endpoint" | "sha">, measured?: (row: BurstRow) => Promise<void>): Promise<BurstRow[]> {
   const { settings, prefix, progress } = ctx;
   const caps = settings.burstCaps;
   const rows: BurstRow[] = [];
@@ -48,11 +77,13 @@ export async function gateBurstRows(ctx: Omit<BurstContext, "endpoint" | "sha">)
     for (const store of ["memory", "redis"] as const) {
       const keyPrefix = `${prefix}-burst-${store}-${msgs}`;
       progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps`);
-      rows.push(await runBurst(ctx.red, ctx.completions, {
+      const row = await runBurst(ctx.red, ctx.completions, {
         store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed,
         ...(store === "redis" ? { redisCpu: () => redisCpuSeconds(ctx.redis) } : {}),
-      }));
+      });
       if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
+      rows.push(row);
+      await measured?.(row);
     }
   }
   return rows;

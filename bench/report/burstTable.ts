@@ -3,13 +3,16 @@ import { ms, renderTable, whole } from "./markdown";
 
 /** A burst row with the raw EVALSHA rate of one claim of the same caps, measured in the same run. */
 export interface BurstReport extends BurstRow {
+  /** the mean of the rates measured right before and right after the row */
   rawPerSec?: number;
+  rawBeforePerSec?: number;
+  rawAfterPerSec?: number;
   /** Redis's CPU per call of that raw run, µs */
   rawRedisCpuUsPerCall?: number;
 }
 
-const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "first burst msgs/s", "raw EVALSHA/s", "÷ raw", "Node CPU µs/msg", "Redis CPU µs/msg", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
-const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+const HEADER = ["burst", "store", "caps", "msgs", "drain ms", "msgs/s", "slowest–fastest", "first burst msgs/s", "raw EVALSHA/s", "raw before, after", "÷ raw", "Node CPU µs/msg", "Redis CPU µs/msg", "allowed", "skipped", "fail_open", "overloaded", "errors", "peak heap MB"];
+const RIGHT = [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 /** e.g. burst-redis-3cap-100k, and -ss64 when measured with a 64 MB semi-space */
 export function burstName(row: BurstRow): string {
@@ -25,8 +28,10 @@ function cells(row: BurstReport): string[] {
     whole.format(row.msgs),
     ms(row.drainMs),
     whole.format(row.msgsPerSec),
+    `${whole.format(row.minPerSec)}–${whole.format(row.maxPerSec)}`,
     whole.format(row.firstBurstPerSec),
     row.rawPerSec === undefined ? "—" : whole.format(row.rawPerSec),
+    row.rawBeforePerSec === undefined || row.rawAfterPerSec === undefined ? "—" : `${whole.format(row.rawBeforePerSec)}, ${whole.format(row.rawAfterPerSec)}`,
     row.rawPerSec === undefined ? "—" : (row.msgsPerSec / row.rawPerSec).toFixed(2),
     row.nodeCpuUsPerMsg.toFixed(1),
     row.redisCpuUsPerMsg === undefined ? "—" : row.redisCpuUsPerMsg.toFixed(1),
