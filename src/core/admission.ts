@@ -260,8 +260,10 @@ function allowedCapAdmission(decision: Extract<CapDecision, { kind: "allowed" }>
   const totals = decision.totals;
   let admission: Admission;
   if ((typeof previous !== "object" || previous === null) && !totals) {
-    // the first gate of a chain (most msgs): nothing to carry
-    admission = { status: "allowed", gate: ctx.gate, claims: claim ? [claim] : [], trail: [entry] };
+    // the first gate of a chain (most msgs): nothing to carry; remaining in the literal, not added after (a larger copy)
+    admission = remaining === undefined
+      ? { status: "allowed", gate: ctx.gate, claims: claim ? [claim] : [], trail: [entry] }
+      : { status: "allowed", gate: ctx.gate, claims: claim ? [claim] : [], trail: [entry], remaining };
   } else {
     const { claims, trail, deferral } = carried(previous);
     if (claim) claims.push(claim);
@@ -272,7 +274,7 @@ function allowedCapAdmission(decision: Extract<CapDecision, { kind: "allowed" }>
     if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;
     if (deferral.deferred_since !== undefined) admission.deferred_since = deferral.deferred_since;
   }
-  if (remaining !== undefined) admission.remaining = remaining;
+  if (remaining !== undefined && admission.remaining === undefined) admission.remaining = remaining;
   const shadow = shadowRefusals(caps, outcome, decision.shadowTotals);
   if (shadow) admission.shadow = shadow;
   return admission;
