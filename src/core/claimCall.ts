@@ -23,42 +23,53 @@ export interface DecisionTo {
  * in one loop.
  */
 export class ClaimCall implements ClaimRequest, ClaimAttempt, Answer<ClaimOutcome> {
+  // private (#): the call is also the decision's attempt, which reads (and prints, as JSON) as { key, member, token, counters }
+  readonly #access: Pick<StoreAccess, "failed">;
+  readonly #send: Send;
+  readonly #caps: ApplicableCap[];
+  /** told the decision; or, when the fail mode is closed (access.failed threw) or the answer could not be read, the failure */
+  readonly #to: DecisionTo;
+
   constructor(
-    private readonly access: Pick<StoreAccess, "failed">,
-    private readonly send: Send,
-    private readonly caps: ApplicableCap[],
-    /** told the decision; or, when the fail mode is closed (access.failed threw) or the answer could not be read, the failure */
-    private readonly to: DecisionTo,
+    access: Pick<StoreAccess, "failed">,
+    send: Send,
+    caps: ApplicableCap[],
+    to: DecisionTo,
     /** the recipient's counter hash */
     readonly key: string,
     /** the messageId, and this attempt's token (ClaimRequest) */
     readonly member: string,
     readonly token: number,
     readonly counters: readonly CounterSpec[],
-  ) {}
+  ) {
+    this.#access = access;
+    this.#send = send;
+    this.#caps = caps;
+    this.#to = to;
+  }
 
   resolve(outcome: ClaimOutcome): void {
     let decision: CapDecision;
     try {
-      decision = outcome.allowed ? { kind: "allowed", caps: this.caps, outcome, attempt: this } : blockedDecision(this.caps, outcome);
+      decision = outcome.allowed ? { kind: "allowed", caps: this.#caps, outcome, attempt: this } : blockedDecision(this.#caps, outcome);
     } catch (err) {
-      this.to.failed(err);
+      this.#to.failed(err);
       return;
     }
-    this.to.decided(decision);
+    this.#to.decided(decision);
   }
 
   reject(err: StoreUnavailableError): void {
     let failure: StoreUnavailableError;
     try {
-      failure = this.access.failed(this.send.org, this.send.channel, err);
+      failure = this.#access.failed(this.#send.org, this.#send.channel, err);
     } catch (closed) {
-      this.to.failed(closed);
+      this.#to.failed(closed);
       return;
     }
     // a call that was sent may have been applied (timed out, or its answer lost with the connection): the claim goes on the msg
-    this.to.decided(mayHaveLanded(failure)
-      ? { kind: "fail_open", error: failure, caps: this.caps, attempt: this }
+    this.#to.decided(mayHaveLanded(failure)
+      ? { kind: "fail_open", error: failure, caps: this.#caps, attempt: this }
       : { kind: "fail_open", error: failure });
   }
 }
