@@ -114,7 +114,7 @@ export default function register(RED: NodeAPI): void {
       }
     }
 
-    /** Ends the msg's turn itself (ClaimVerdict) when its fields are msg paths; else the promise of its claim. */
+    /** Ends the msg's turn itself (ClaimVerdict) when its send is read at once; else (a context store, JSONata) the promise of its claim. */
     function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> | undefined {
       let read: Send | Promise<Send>;
       try {
