@@ -141,9 +141,9 @@ export class CapEngine {
     return (rules as Promise<readonly CapRule[]>).catch((err: unknown) => this.options.access.failed(send.org, send.channel, err));
   }
 
+  /** claimTo() as a promise: one path for both (a msg whose send is read later, a test, the admin API). */
   claim(send: Send): Promise<CapDecision> {
-    if (this.isExempt(send.tier)) return Promise.resolve({ kind: "exempt" });
-    return this.underRules(send, this.claimUnderRules, undefined);
+    return new Promise((resolve, reject) => this.claimTo(send, { decided: resolve, failed: reject }));
   }
 
   /**
@@ -168,7 +168,6 @@ export class CapEngine {
     return got instanceof StoreUnavailableError ? Promise.resolve({ kind: "fail_open", error: got }) : then(send, got, arg);
   }
 
-  private readonly claimUnderRules = (send: Send, rules: readonly CapRule[]): Promise<CapDecision> => this.claimUnder(send, rules);
   private readonly checkUnderRules = (send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> => this.checkUnder(send, rules, candidates);
 
   private checkUnder(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {
@@ -254,7 +253,13 @@ export class CapEngine {
    * each made one, its functions, and the promises that read it.
    */
   claimTo(send: Send, to: DecisionTo): void {
-    const claimed = this.isExempt(send.tier) ? Promise.resolve<CapDecision>({ kind: "exempt" }) : this.submitOrClaim(send, to);
+    let claimed: Promise<CapDecision> | undefined;
+    try {
+      claimed = this.isExempt(send.tier) ? Promise.resolve<CapDecision>({ kind: "exempt" }) : this.submitOrClaim(send, to);
+    } catch (err) {
+      // the caps could not be made (claim() rejected with it before)
+      claimed = Promise.reject(err);
+    }
     // every other decision through a promise, so `to` is never told inside this call: its msg's end may begin the next
     // msg of a burst, whose decision (exempt, say) would be told at once too, and so on down the stack
     claimed?.then((decision) => to.decided(decision), (err: unknown) => to.failed(err));
