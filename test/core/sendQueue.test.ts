@@ -116,6 +116,38 @@ describe("core/sendQueue against a real Redis", function () {
     await q.store.close();
   });
 
+  it("an answer that throws stops neither the batch's other answers nor has any answered twice; its error surfaces once, uncaught", async () => {
+    const q = await open({ timeoutMs: 2000 });
+    const prefix = uniquePrefix("sq-throw");
+    const told = new Array<number>(40).fill(0);
+    const surfaced: unknown[] = [];
+    // mocha's own handler would fail the test on the error the queue lets surface: swapped out while it does
+    const mochas = process.listeners("uncaughtException");
+    process.removeAllListeners("uncaughtException");
+    process.on("uncaughtException", (err) => surfaced.push(err));
+    try {
+      await new Promise<void>((resolve) => {
+        let left = told.length;
+        const tell = (i: number): void => {
+          told[i] = (told[i] as number) + 1;
+          if (--left === 0) resolve();
+          if (i === 5) throw new Error("reader 5 fails");
+        };
+        // one tick: the 40 go in one batch behind the first, and reader 5's throw comes in the middle of its answers
+        for (let i = 0; i < told.length; i++) {
+          q.access.submitTo(q.lane, { key: `${prefix}:{o|r${i}}:c`, member: `m${i}`, token: 1, counters: CAP }, { resolve: () => tell(i), reject: () => tell(i) });
+        }
+      });
+      await sleep(50);
+    } finally {
+      process.removeAllListeners("uncaughtException");
+      for (const listener of mochas) process.on("uncaughtException", listener);
+    }
+    assert.deepEqual(told, told.map(() => 1), "each answered once");
+    assert.deepEqual(surfaced.map((e) => (e as Error).message), ["reader 5 fails"]);
+    await q.store.close();
+  });
+
   it("lets go of each item once it is answered, not thousands of items later (the GC would promote them and copy them in every scavenge)", async () => {
     const q = await open({ timeoutMs: 2000 });
     const refs: WeakRef<ClaimRequest>[] = [];

@@ -7,6 +7,8 @@ import { helperSuiteWithRedis } from "../support/helperSuite";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
 import { collectGarbage } from "../support/gc";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
+import type { CapService } from "../../src/core/capService";
+import { StoreUnavailableError } from "../../src/core/errors";
 
 const RECIPIENTS = 10_000;
 const ONE_PER_TEN_MINUTES = [{ id: "one", scope: "global", max_count: 1, window_seconds: 600 }];
@@ -115,6 +117,28 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
       await dropPrefix(redis, keyPrefix);
     });
   }
+
+  it("a burst of 20,000 that meets an open circuit leaves whole and in order, none to Catch, the refused calls failing open", async () => {
+    const keyPrefix = uniquePrefix("burst-open-circuit");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
+    const breaker = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).access.breaker;
+    // three timed-out calls open it for a second: the burst's calls are refused at once, with no round trip
+    for (let i = 0; i < 3; i++) breaker.settle(false, new StoreUnavailableError("timeout", "store did not answer"));
+    assert.equal(breaker.isOpen(), true);
+    const sent = burst(flow);
+    await flow.out.until(sent, 90_000);
+    assert.equal(flow.out.of("caught").length, 0, `caught: ${String((flow.out.of("caught")[0]?.error as { message?: string } | undefined)?.message)}`);
+    const failedOpen = flow.out.of("allowed").filter((m) => reasonOf(m) === "fail_open").length;
+    assert.ok(failedOpen >= 1000, `${failedOpen} failed open: the burst met the open circuit`);
+    assert.equal(new Set(flow.out.sequence.map((s) => s.msg.messageId)).size, sent, "none lost, none twice");
+    const last = new Map<string, number>();
+    for (const { msg } of flow.out.sequence) {
+      const n = Number(String(msg.messageId).slice(1));
+      assert.ok((last.get(String(msg.recipient)) ?? -1) < n, `${String(msg.recipient)}: m${n} left out of order`);
+      last.set(String(msg.recipient), n);
+    }
+    await dropPrefix(redis, keyPrefix);
+  });
 
   it("a redeploy in the middle of a burst: every msg of it is claimed before the cap-config closes its store", async () => {
     const keyPrefix = uniquePrefix("burst-redeploy");

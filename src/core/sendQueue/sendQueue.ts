@@ -234,11 +234,12 @@ export class SendQueue implements Backlog {
   }
 
   /**
-   * Answers a group with a failure on the next microtask, not in the submit or
-   * flush that found it: an answer may end a msg and so begin the next one
-   * waiting in its gate's intake, whose submit would flush and be answered at
-   * once in turn, a whole burst deep in the stack. (The store's answers come
-   * from the socket, never inside a submit.)
+   * Answers a group with a failure on the next microtask, not in the flush
+   * that found it: an answer may end a msg and so begin the next one waiting
+   * in its gate's intake, whose submit may flush again. (Here the batch still
+   * counts as in flight, which bounds that; the refusal at the door in
+   * submitTo is not bounded, and recursed a whole burst deep when told at
+   * once: the maxQueued burst test.) The store's answers come from the socket.
    */
   private answerLater(group: readonly Waiting[], failure: StoreUnavailableError): void {
     queueMicrotask(() => {
