@@ -1,4 +1,4 @@
-import { applicableCaps, type ApplicableCap } from "./applicableCaps";
+import { applicableCaps, type ApplicableCap, type CapClock } from "./applicableCaps";
 import { ClaimCall, rank, type DecisionTo } from "./claimCall";
 import { StoreUnavailableError } from "./errors";
 import { capCounterKey, recipientToken } from "./keys";
@@ -25,6 +25,8 @@ export interface CapEngineOptions {
   hmacSecret?: string;
   /** total caps: how long a lease on a shared counter lives without being renewed (default 10 s) */
   leaseMs?: number;
+  /** this instance's clock, for the calendar periods it reckons itself (default: the system clock); tests set it to run instances whose clocks disagree */
+  now?: () => number;
 }
 
 export const DEFAULT_LEASE_MS = 10_000;
@@ -122,7 +124,13 @@ export class CapEngine {
 
   capsFor(send: Send, rules: readonly CapRule[]): ApplicableCap[] {
     const recipient = recipientToken(send.recipient, this.options.hmacSecret);
-    return applicableCaps(rules, send, this.options.keyPrefix, recipient);
+    return applicableCaps(rules, send, this.options.keyPrefix, recipient, this.clock());
+  }
+
+  /** The instance's clock when one was given; else none, and applicableCaps reads the system clock (no object made per send). */
+  private clock(): CapClock | undefined {
+    const now = this.options.now;
+    return now === undefined ? undefined : { nowMs: now(), defaultZone: "UTC" };
   }
 
   /**
@@ -178,6 +186,8 @@ export class CapEngine {
     const counterKey = capCounterKey(this.options.keyPrefix, send.org, recipient);
     // candidates share caps (one campaign, one category): each cap is made once, and each counter read once
     const counters = new Map<string, ApplicableCap>();
+    // one instant for every candidate: their calendar caps share one period
+    const clock = this.clock();
     // every candidate's caps in one list, candidate i's up to ends[i]: no array per candidate
     const caps: ApplicableCap[] = [];
     const ends: number[] = [];
@@ -187,11 +197,11 @@ export class CapEngine {
       for (const candidate of candidates) {
         probe.attributes = candidate.attributes;
         probe.category = candidate.category ?? send.category;
-        applicableCaps(enforced, probe, this.options.keyPrefix, recipient, undefined, counterKey, counters, caps);
+        applicableCaps(enforced, probe, this.options.keyPrefix, recipient, clock, counterKey, counters, caps);
         ends.push(caps.length);
       }
     } else {
-      applicableCaps(enforced, send, this.options.keyPrefix, recipient, undefined, counterKey, counters, caps);
+      applicableCaps(enforced, send, this.options.keyPrefix, recipient, clock, counterKey, counters, caps);
       ends.push(caps.length);
     }
     // total caps are not shared by applicableCaps
