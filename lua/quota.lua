@@ -4,12 +4,13 @@
 --           l<leaseId> = "<held>,<expiresMs>", m = the limit it last saw), and the sorted set of
 --           the spends given back (member: spend id, score: when it was spent), so each is given
 --           back once
--- ARGV      per item, 13 values: leaseId ("" = read only), leaseMs, max, windowMs (0 = lifetime,
---           -1 = the limit saved in field m: a give-back knows only the key), bucketMs,
---           periodStartMs (calendar; else 0), periodEndMs, spend, record, refunds
---           ("bucket:id:atMs,..." spent slots given back into the lease), frees (the same, given
---           back to the pool), keep (slots the caller still holds after its spends: the lease is
---           trimmed to it; -1 = no trim), want
+-- ARGV      per item, 12 values: leaseId ("" = read only), leaseMs, max, windowMs (0 = lifetime,
+--           calendar: the period's length; -1 = the limit saved in field m: a give-back knows only
+--           the key), bucketMs, calendar (1: periods of windowMs from 00:00 UTC, a week's from
+--           Monday, by this server's TIME, never the caller's clock; 0: rolling or lifetime), spend,
+--           record, refunds ("bucket:id:atMs,..." spent slots given back into the lease), frees (the
+--           same, given back to the pool), keep (slots the caller still holds after its spends: the
+--           lease is trimmed to it; -1 = no trim), want
 -- Returns { now ms, then per item 11 values: accepted, bucket, granted, refunded, given (per
 --           give-back, refunds then frees: "1" taken, "0" not; "" when there were none),
 --           lapsed (1/0), held, used, leased, leases, retryAfterMs (-1 = never, -2 = a slot is free) }
@@ -17,6 +18,8 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local LEASE_SHARE = 4
 local GIVE_BACK_HORIZON_MS = 86400000
+-- 1970-01-05T00:00Z, a Monday: calendar periods start on it plus whole periods (src/core/totals/totalPeriod.ts)
+local PERIOD_EPOCH_MS = 345600000
 
 local function fmt(n) return string.format('%.0f', n) end
 
@@ -48,20 +51,31 @@ end
 local function step(key, givenKey, a)
   local leaseId = ARGV[a + 1]
   local leaseMs, max, windowMs, bucketMs = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-  local periodStart, periodEnd = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
-  local spend, record = tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9])
-  local refunds, frees = giveBacks(ARGV[a + 10]), giveBacks(ARGV[a + 11])
-  local keep, want = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
+  local calendar = tonumber(ARGV[a + 6]) > 0
+  local spend, record = tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8])
+  local refunds, frees = giveBacks(ARGV[a + 9]), giveBacks(ARGV[a + 10])
+  local keep, want = tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12])
 
   if windowMs < 0 then
     local saved = redis.call('HGET', key, 'm')
     if not saved then return { 0, 0, 0, 0, string.rep('0', #refunds + #frees), 1, 0, 0, 0, 0, -1 } end
+    -- "max,windowMs,bucketMs,calendar"; a counter saved with its caller's period has "…,periodStart,periodEnd",
+    -- whose fourth value is above 0 exactly when it was a calendar limit, so it reads the same
     local v = numbers(saved)
-    max, windowMs, bucketMs, periodStart, periodEnd = v[1], v[2], v[3], v[4], v[5]
+    max, windowMs, bucketMs, calendar = v[1], v[2], v[3], (v[4] or 0) > 0
+  end
+
+  -- the store's period: callers whose clocks disagree around midnight all count into it, and none prunes it
+  local periodStart, periodEnd = 0, 0
+  if calendar and windowMs > 0 then
+    periodStart = now - (now - PERIOD_EPOCH_MS) % windowMs
+    periodEnd = periodStart + windowMs
   end
 
   local function counts(bucket)
     if windowMs == 0 then return true end
+    -- earlier periods are dropped; the current one and any later one count (a server clock that stepped back
+    -- keeps what it counted)
     if periodStart > 0 then return bucket >= periodStart end
     return bucket + bucketMs > now - windowMs
   end
@@ -174,7 +188,9 @@ local function step(key, givenKey, a)
   leased = leased + held
 
   if used > 0 or leased > 0 then
-    redis.call('HSET', key, 'm', fmt(max) .. ',' .. fmt(windowMs) .. ',' .. fmt(bucketMs) .. ',' .. fmt(periodStart) .. ',' .. fmt(periodEnd))
+    local flag = '0'
+    if periodStart > 0 then flag = '1' end
+    redis.call('HSET', key, 'm', fmt(max) .. ',' .. fmt(windowMs) .. ',' .. fmt(bucketMs) .. ',' .. flag)
     if windowMs == 0 then
       redis.call('PERSIST', key)
     else
@@ -196,7 +212,7 @@ end
 
 local out = { now }
 for i = 1, #KEYS / 2 do
-  local answer = step(KEYS[2 * i - 1], KEYS[2 * i], 13 * (i - 1))
+  local answer = step(KEYS[2 * i - 1], KEYS[2 * i], 12 * (i - 1))
   for j = 1, 11 do out[#out + 1] = answer[j] end
 end
 return out

@@ -95,7 +95,7 @@ async function perSend(redis: Redis, tag: string, sends: number, inFlight: numbe
   const key = totalCounterKey(`each-${tag}`, "default", "ad-total", ["hot-ad"]);
   return measure(redis, "one round trip per send", sends, inFlight, async () => {
     // lua/quota.lua's argument order: a spend of 1 with no lease (taken from the pool or refused), nothing else
-    const reply = await redis.evalsha(sha, 2, key, `${key}:r`, "", 10_000, MAX, 0, 0, 0, 0, 1, 0, "", "", -1, 0) as number[];
+    const reply = await redis.evalsha(sha, 2, key, `${key}:r`, "", 10_000, MAX, 0, 0, 0, 1, 0, "", "", -1, 0) as number[];
     return Number(reply[1]) === 1;
   });
 }

@@ -18,7 +18,7 @@ export interface ApplicableCap {
   max: number;
   /** rolling: the window; calendar: the current period's length */
   windowMs: number;
-  /** calendar caps: the current period, in the send's zone: entries since startMs count, all free at resetAt */
+  /** a recipient's calendar caps: the current period, in the send's zone: entries since startMs count, all free at resetAt (a total's period is the store's) */
   startMs?: number;
   resetAt?: number;
   /** a total cap (SPEC §4 counts "total"): `key` is its shared counter, claimed through a lease, not in the recipient's hash */
@@ -71,7 +71,7 @@ export function applicableCaps(
     const rule = rules[r] as CapRule;
     if (!appliesTo(rule, send)) continue;
     if (rule.counts === "total") {
-      caps[n++] = totalCap(rule, send, keyPrefix, clock);
+      caps[n++] = totalCap(rule, send, keyPrefix);
       continue;
     }
     // one counter whatever the zone: each send counts what the recipient got since its own local midnight (or Monday)
@@ -108,23 +108,17 @@ const found: (ApplicableCap | undefined)[] = new Array<ApplicableCap | undefined
 /**
  * A total cap counts every recipient of the org together: one counter per
  * per-value, no recipient limit (a preference lowers a recipient's caps, not
- * an ad's budget), and a calendar period in the gate's zone, since the
- * recipients' own zones would give one counter many different days.
+ * an ad's budget). Its calendar period is a UTC day or week that the store
+ * reckons by its own clock (SPEC §9), never this instance's: the recipients'
+ * zones would give one counter many different days, and instances' clocks
+ * that disagree around midnight would give it two. So the cap is the same for
+ * every send, made once per counter.
  */
-function totalCap(rule: CapRule, send: Send, keyPrefix: string, clock: CapClock | undefined): ApplicableCap {
+function totalCap(rule: CapRule, send: Send, keyPrefix: string): ApplicableCap {
   const name = totalCounters.name(rule, keyPrefix, send.org, send.attributes);
-  const { key, field } = name;
-  if (rule.window_type === "lifetime" || rule.window_type === "rolling") {
-    if (name.cap) return name.cap;
-    const quota = totalCounters.fixedLimit(rule);
-    name.cap = { rule, key, field, max: rule.max_count, windowMs: quota.windowMs, quota };
-    return name.cap;
-  }
-  const period = calendarPeriod(rule.window_type, clock?.nowMs ?? Date.now(), clock?.defaultZone ?? "UTC");
-  const length = period.endMs - period.startMs;
-  return {
-    rule, key, field, max: rule.max_count, windowMs: length, startMs: period.startMs, resetAt: period.endMs,
-    quota: { max: rule.max_count, windowMs: length, bucketMs: length, periodStartMs: period.startMs, periodEndMs: period.endMs },
-  };
+  if (name.cap) return name.cap;
+  const quota = totalCounters.fixedLimit(rule);
+  name.cap = { rule, key: name.key, field: name.field, max: rule.max_count, windowMs: quota.windowMs, quota };
+  return name.cap;
 }
 

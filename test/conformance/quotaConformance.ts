@@ -3,6 +3,9 @@ import { StoreUnavailableError } from "../../src/core/errors";
 import type { AdmissionStore, Settled } from "../../src/core/stores/admissionStore";
 import { totalCounterKey } from "../../src/core/keys";
 import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
+import { MemoryStore } from "../../src/core/stores/memoryStore";
+import type { RedisStore } from "../../src/core/stores/redisStore";
+import { clearOfPeriodEnd } from "../support/calendarClock";
 import { sleep, uniquePrefix } from "../support/redis";
 
 function answered<T>(result: Settled<T> | undefined): T {
@@ -10,7 +13,30 @@ function answered<T>(result: Settled<T> | undefined): T {
   return result;
 }
 
-const LIFETIME: QuotaLimit = { max: 100, windowMs: 0, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
+const LIFETIME: QuotaLimit = { max: 100, windowMs: 0, bucketMs: 0, calendar: false };
+const DAY = 86_400_000;
+const WEEK = 7 * DAY;
+const CALENDAR_DAY: QuotaLimit = { max: 2, windowMs: DAY, bucketMs: DAY, calendar: true };
+/** a give-back that knows only the counter's key: the store uses the limit the counter saved */
+const SAVED: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, calendar: false };
+
+/** Writes fields into a counter as another writer left them (a caller with another clock, another layout). */
+async function seed(store: AdmissionStore, key: string, fields: [string, string][]): Promise<void> {
+  if (store instanceof MemoryStore) store.restore({ version: 2, counters: [], hashes: [], marks: [], quotas: [[key, { expiresAt: null, fields }]] });
+  else await (store as RedisStore).client.hset(key, ...fields.flat());
+}
+
+/** A counter's fields as the store holds them. */
+async function fieldsOf(store: AdmissionStore, key: string): Promise<[string, string][]> {
+  if (store instanceof MemoryStore) return store.snapshot().quotas?.find(([k]) => k === key)?.[1].fields ?? [];
+  const flat = await (store as RedisStore).client.call("HGETALL", key) as string[];
+  return Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i] as string, flat[2 * i + 1] as string]);
+}
+
+/** The time buckets (fields b<start>) of a counter: [start, count], by start. */
+function bucketsOf(fields: [string, string][]): [number, number][] {
+  return fields.filter(([f]) => f.startsWith("b")).map(([f, v]): [number, number] => [Number(f.slice(1)), Number(v)]).sort((x, y) => x[0] - y[0]);
+}
 
 /**
  * Total caps' shared counters (lua/quota.lua, src/core/totals/quotaStep.ts):
@@ -135,15 +161,15 @@ export function quotaConformance(label: string, open: () => Promise<AdmissionSto
       const recorded = await call("", { record: 150 });
       assert.equal(recorded.used, 150);
       assert.equal(recorded.retryAfterMs, null, "a lifetime total over its max never frees");
-      const byKey = await call("", { frees: [{ bucket: recorded.bucket, id: "r1", atMs: recorded.nowMs }] }, { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 });
+      const byKey = await call("", { frees: [{ bucket: recorded.bucket, id: "r1", atMs: recorded.nowMs }] }, SAVED);
       assert.equal(byKey.used, 149);
       const unknown = totalCounterKey(uniquePrefix("quota"), "acme", "none", []);
-      const none = answered((await store.quota([{ key: unknown, leaseId: "A", leaseMs: 10_000, max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0, spend: 0, record: 0, refunds: [{ bucket: 0, id: "x", atMs: Date.now() }], frees: [], keep: -1, want: 0 }]))[0]);
+      const none = answered((await store.quota([{ key: unknown, leaseId: "A", leaseMs: 10_000, max: 0, windowMs: -1, bucketMs: 0, calendar: false, spend: 0, record: 0, refunds: [{ bucket: 0, id: "x", atMs: Date.now() }], frees: [], keep: -1, want: 0 }]))[0]);
       assert.deepEqual([none.used, none.refunded, none.held, none.given], [0, 0, 0, "0"]);
     });
 
     it("a rolling total frees a slot between one window and one bucket after it was counted, never earlier", async () => {
-      const rolling: QuotaLimit = { max: 1, windowMs: 1000, bucketMs: 1000, periodStartMs: 0, periodEndMs: 0 };
+      const rolling: QuotaLimit = { max: 1, windowMs: 1000, bucketMs: 1000, calendar: false };
       // counted 250–450 ms into its 1 s bucket: the slot frees at the bucket's start + 2 s, some 1.55–1.75 s later, so the
       // check 50 ms before the window's end does not race the bucket leaving the window (counted in a second's last 50 ms,
       // a check that ran 50 ms late found the slot free); and a slot freed a bucket early (bucket start + window) shows in it
@@ -160,17 +186,44 @@ export function quotaConformance(label: string, open: () => Promise<AdmissionSto
       assert.equal((await call("A", { want: 1 }, rolling)).granted, 1, "free once its bucket left the window");
     });
 
-    it("a calendar total counts only its period's bucket", async () => {
-      const now = Date.now();
-      const yesterday: QuotaLimit = { max: 2, windowMs: 86_400_000, bucketMs: 86_400_000, periodStartMs: now - 86_400_000 - 1000, periodEndMs: now - 1000 };
-      const today: QuotaLimit = { max: 2, windowMs: 86_400_000, bucketMs: 86_400_000, periodStartMs: now - 1000, periodEndMs: now + 86_399_000 };
-      await call("", { record: 2 }, yesterday);
-      const fresh = await call("A", { want: 5 }, today);
-      assert.deepEqual([fresh.used, fresh.granted], [0, 1]);
-      await call("A", { spend: 1, want: 5 }, today);
-      const full = await call("B", { want: 1 }, today);
-      assert.equal(full.granted, 0);
-      assert.ok(full.retryAfterMs !== null && full.retryAfterMs <= 86_399_000, "frees when the period ends (or a lease lapses)");
+    it("a calendar total counts in the store's own period: a day from 00:00 UTC, a week from Monday 00:00 UTC, full until it ends", async () => {
+      // the store's clock decides: the calls below fall in one period when begun clear of its end
+      await clearOfPeriodEnd("calendar_day", "UTC", 5_000);
+      await clearOfPeriodEnd("calendar_week", "UTC", 5_000);
+      const recorded = await call("", { record: 2 }, CALENDAR_DAY);
+      assert.equal(recorded.bucket, Math.floor(recorded.nowMs / DAY) * DAY, "the store's UTC day");
+      const full = await call("A", { want: 1 }, CALENDAR_DAY);
+      assert.deepEqual([full.granted, full.used, full.retryAfterMs], [0, 2, recorded.bucket + DAY - full.nowMs], "free at the store's next midnight");
+      const week = await call("", { key: `${key}:w`, record: 1 }, { max: 5, windowMs: WEEK, bucketMs: WEEK, calendar: true });
+      assert.equal(new Date(week.bucket).toISOString().slice(11), "00:00:00.000Z");
+      assert.equal(new Date(week.bucket).getUTCDay(), 1, "a Monday");
+      assert.ok(week.bucket <= week.nowMs && week.nowMs < week.bucket + WEEK, "the week the store is in");
+    });
+
+    it("no caller's clock moves the store's period: buckets of earlier periods are dropped, the store's and later ones count, spends land in the store's", async () => {
+      await clearOfPeriodEnd("calendar_day", "UTC", 5_000);
+      const today = Math.floor(Date.now() / DAY) * DAY;
+      // as callers whose clocks were a day behind and a day ahead left them
+      await seed(store, key, [[`b${today - DAY}`, "3"], [`b${today}`, "1"], [`b${today + DAY}`, "1"]]);
+      const four = { ...CALENDAR_DAY, max: 4 };
+      const read = await call("", {}, four);
+      assert.equal(read.used, 2, "the day before dropped; the store's day and the one after count");
+      const recorded = await call("", { record: 1 }, four);
+      assert.equal(recorded.bucket, today);
+      assert.deepEqual(bucketsOf(await fieldsOf(store, key)), [[today, 2], [today + DAY, 1]]);
+      const spent = await call("A", { spend: 5 }, four);
+      assert.deepEqual([spent.accepted, spent.used], [1, 4], "never past max in the store's day");
+    });
+
+    it("a counter whose saved limit names its caller's period (five values) still serves a give-back by key alone, and is saved in the store's form", async () => {
+      await clearOfPeriodEnd("calendar_day", "UTC", 5_000);
+      const today = Math.floor(Date.now() / DAY) * DAY;
+      await seed(store, key, [[`b${today}`, "2"], ["m", `2,${DAY},${DAY},${today},${today + DAY}`]]);
+      const byKey = await call("", { frees: [{ bucket: today, id: "f1", atMs: Date.now() }] }, SAVED);
+      assert.deepEqual([byKey.given, byKey.used, byKey.bucket, byKey.retryAfterMs], ["1", 1, today, null]);
+      assert.equal(new Map(await fieldsOf(store, key)).get("m"), `2,${DAY},${DAY},1`);
+      const full = await call("A", { spend: 2 }, CALENDAR_DAY);
+      assert.deepEqual([full.accepted, full.used], [1, 2]);
     });
   });
 }

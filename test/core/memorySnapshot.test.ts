@@ -72,7 +72,7 @@ describe("memory store snapshot: throughput ceilings", () => {
 });
 
 describe("memory store snapshot: total caps' spends given back", () => {
-  const LIFETIME: QuotaLimit = { max: 3, windowMs: 0, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
+  const LIFETIME: QuotaLimit = { max: 3, windowMs: 0, bucketMs: 0, calendar: false };
   const call = async (store: MemoryStore, key: string, work: Partial<QuotaRequest>): Promise<QuotaOutcome> => {
     const [r] = await store.quota([{ key, leaseId: "", leaseMs: 10_000, ...LIFETIME, spend: 0, record: 0, refunds: [], frees: [], keep: -1, want: 0, ...work }]);
     if (r === undefined || r instanceof Error) throw r ?? new Error("no answer");

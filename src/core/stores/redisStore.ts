@@ -326,7 +326,7 @@ const quotaBatch: ScriptBatch<QuotaRequest, QuotaOutcome> = {
   // the counter and the set of its spends given back share the counter's hash tag (one slot)
   keysOf: (r) => [r.key, `${r.key}:r`],
   argsOf: (items) => items.flatMap((r) => [
-    r.leaseId, r.leaseMs, r.max, r.windowMs, r.bucketMs, r.periodStartMs, r.periodEndMs,
+    r.leaseId, r.leaseMs, r.max, r.windowMs, r.bucketMs, r.calendar ? 1 : 0,
     r.spend, r.record, packGiveBacks(r.refunds), packGiveBacks(r.frees), r.keep, r.want,
   ]),
   read: (reply, items) => {

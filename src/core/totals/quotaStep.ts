@@ -1,3 +1,5 @@
+import { totalPeriod } from "./totalPeriod";
+
 /**
  * One call on a total cap's shared counter (SPEC §4 `counts: "total"`): the
  * same algorithm as lua/quota.lua, over the same fields, so the memory store
@@ -16,6 +18,12 @@
  * slot between window and window + one bucket after it was counted, never
  * earlier; a calendar window keeps one bucket per period; a lifetime total one
  * bucket for ever.
+ *
+ * A calendar total's period is the store's (totalPeriod: from 00:00 UTC or
+ * Monday 00:00 UTC by the store's clock), never the caller's: buckets of
+ * earlier periods are dropped, the current one and any later one count (a
+ * store whose clock stepped back keeps what it counted), so no caller's clock
+ * can count into or prune a period other than the store's.
  */
 export const WINDOW_BUCKETS = 60;
 
@@ -49,13 +57,12 @@ function idleFrom(field: string, expires: number): number {
 
 export interface QuotaLimit {
   max: number;
-  /** 0 = lifetime: never resets; -1 = the limit the counter last saw (a give-back, which knows only the key) */
+  /** 0 = lifetime: never resets; calendar: the period's length (a day or a week); -1 = the limit the counter last saw (a give-back, which knows only the key) */
   windowMs: number;
   /** rolling: windowMs / WINDOW_BUCKETS (at least 1 s); calendar: the period; lifetime: 0 */
   bucketMs: number;
-  /** calendar: the current period, buckets before it do not count; 0 otherwise */
-  periodStartMs: number;
-  periodEndMs: number;
+  /** calendar: windowMs-long periods from 00:00 UTC (Monday for a week) by the store's clock, buckets before the current one do not count */
+  calendar: boolean;
 }
 
 export interface QuotaRequest extends QuotaLimit {
@@ -120,31 +127,41 @@ export interface QuotaOutcome {
 
 export type QuotaFields = Map<string, string>;
 
-function bucketOf(limit: QuotaLimit, nowMs: number): number {
+/** A calendar limit's current period by the store's clock; undefined for a rolling or lifetime one. */
+function periodOf(limit: QuotaLimit, nowMs: number): { startMs: number; endMs: number } | undefined {
+  return limit.calendar && limit.windowMs > 0 ? totalPeriod(nowMs, limit.windowMs) : undefined;
+}
+
+function bucketOf(limit: QuotaLimit, period: { startMs: number } | undefined, nowMs: number): number {
   if (limit.windowMs === 0) return 0;
-  if (limit.periodStartMs > 0) return limit.periodStartMs;
+  if (period) return period.startMs;
   return Math.floor(nowMs / limit.bucketMs) * limit.bucketMs;
 }
 
-function counts(limit: QuotaLimit, bucket: number, nowMs: number): boolean {
+function counts(limit: QuotaLimit, period: { startMs: number } | undefined, bucket: number, nowMs: number): boolean {
   if (limit.windowMs === 0) return true;
-  if (limit.periodStartMs > 0) return bucket >= limit.periodStartMs;
+  if (period) return bucket >= period.startMs;
   return bucket + limit.bucketMs > nowMs - limit.windowMs;
 }
 
 /** How long the hash must outlive its last write, ms; null = for ever (lifetime). */
 export function quotaKeepMs(limit: QuotaLimit, leaseMs: number, nowMs: number): number | null {
   if (limit.windowMs === 0) return null;
-  const until = limit.periodStartMs > 0 ? limit.periodEndMs - nowMs : limit.windowMs + limit.bucketMs;
+  const period = periodOf(limit, nowMs);
+  const until = period ? period.endMs - nowMs : limit.windowMs + limit.bucketMs;
   return Math.max(until, 0) + leaseMs + 60_000;
 }
 
-/** The limit a counter keeps beside its buckets (field `m`), so a give-back can be made from its key alone. */
+/**
+ * The limit a counter keeps beside its buckets (field `m`, "max,windowMs,bucketMs,calendar 1/0"), so a give-back can
+ * be made from its key alone. Five values ("max,windowMs,bucketMs,periodStart,periodEnd": a counter saved with its
+ * caller's period) read the same: the fourth is above 0 exactly when the limit is a calendar one.
+ */
 export function savedLimit(fields: QuotaFields): QuotaLimit | undefined {
   const saved = fields.get("m");
   if (saved === undefined) return undefined;
-  const [max, windowMs, bucketMs, periodStartMs, periodEndMs] = saved.split(",").map(Number) as [number, number, number, number, number];
-  return { max, windowMs, bucketMs, periodStartMs, periodEndMs };
+  const [max, windowMs, bucketMs, calendar] = saved.split(",").map(Number) as [number, number, number, number | undefined];
+  return { max, windowMs, bucketMs, calendar: (calendar ?? 0) > 0 };
 }
 
 /** Applies one request to the counter's fields (in place) and answers it. */
@@ -152,6 +169,7 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
   const saved = given.windowMs < 0 ? savedLimit(fields) : given;
   if (!saved) return { nowMs, accepted: 0, bucket: 0, granted: 0, refunded: 0, given: "0".repeat(given.refunds.length + given.frees.length), lapsed: true, held: 0, used: 0, leased: 0, leases: 0, retryAfterMs: null };
   const r: QuotaRequest = { ...given, ...pickLimit(saved) };
+  const period = periodOf(r, nowMs);
   let used = 0;
   let leased = 0;
   let leases = 0;
@@ -161,13 +179,13 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
     if (field === "m") continue;
     if (field.startsWith("b")) {
       const bucket = Number(field.slice(1));
-      if (!counts(r, bucket, nowMs)) {
+      if (!counts(r, period, bucket, nowMs)) {
         fields.delete(field);
         continue;
       }
       const n = Number(value);
       used += n;
-      if (n > 0 && r.windowMs > 0 && r.periodStartMs === 0) soonest = Math.min(soonest, bucket + r.bucketMs + r.windowMs - nowMs);
+      if (n > 0 && r.windowMs > 0 && !period) soonest = Math.min(soonest, bucket + r.bucketMs + r.windowMs - nowMs);
       continue;
     }
     const [held, expires] = value.split(",").map(Number) as [number, number];
@@ -188,7 +206,7 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
   const lapsed = own === undefined;
   // a lease never holds more than the max leaves it (the max was lowered, or another lease refilled the pool)
   let held = Math.min(own ?? 0, Math.max(0, r.max - used - leased));
-  const bucket = bucketOf(r, nowMs);
+  const bucket = bucketOf(r, period, nowMs);
   const free = (): number => r.max - used - leased - held;
   const add = (b: number, n: number): void => {
     const field = `b${b}`;
@@ -212,7 +230,7 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
   }
   const giveBack = (g: GiveBack): boolean => {
     const n = Number(fields.get(`b${g.bucket}`) ?? 0);
-    if (n <= 0 || !counts(r, g.bucket, nowMs) || g.atMs < nowMs - GIVE_BACK_HORIZON_MS || givenBack.has(g.id)) return false;
+    if (n <= 0 || !counts(r, period, g.bucket, nowMs) || g.atMs < nowMs - GIVE_BACK_HORIZON_MS || givenBack.has(g.id)) return false;
     givenBack.set(g.id, g.atMs);
     add(g.bucket, -1);
     used -= 1;
@@ -243,16 +261,16 @@ export function quotaStep(fields: QuotaFields, given: QuotaRequest, nowMs: numbe
   }
   if (held > 0) leases += 1;
   leased += held;
-  if (used > 0 || leased > 0) fields.set("m", `${r.max},${r.windowMs},${r.bucketMs},${r.periodStartMs},${r.periodEndMs}`);
+  if (used > 0 || leased > 0) fields.set("m", `${r.max},${r.windowMs},${r.bucketMs},${period ? 1 : 0}`);
   else fields.delete("m");
   let retryAfterMs: number | null = null;
   if (r.max - used - leased <= 0) {
-    if (r.windowMs > 0 && r.periodStartMs > 0) soonest = Math.min(soonest, r.periodEndMs - nowMs);
+    if (period) soonest = Math.min(soonest, period.endMs - nowMs);
     retryAfterMs = Number.isFinite(soonest) ? Math.max(0, soonest) : null;
   }
   return { nowMs, accepted, bucket, granted, refunded, given: takenFlags, lapsed, held, used, leased, leases, retryAfterMs };
 }
 
 function pickLimit(l: QuotaLimit): QuotaLimit {
-  return { max: l.max, windowMs: l.windowMs, bucketMs: l.bucketMs, periodStartMs: l.periodStartMs, periodEndMs: l.periodEndMs };
+  return { max: l.max, windowMs: l.windowMs, bucketMs: l.bucketMs, calendar: l.calendar };
 }

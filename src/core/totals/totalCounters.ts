@@ -3,12 +3,13 @@ import { capCounterField, totalCounterKey } from "../keys";
 import { PerValueTree, perValuesOf } from "../perValueTree";
 import type { CapRule } from "../rules";
 import { WINDOW_BUCKETS, type QuotaLimit } from "./quotaStep";
+import { UTC_DAY_MS, UTC_WEEK_MS } from "./totalPeriod";
 
 /** A total cap's counter for one org and per values: its key and its field name. */
 export interface TotalCounterName {
   key: string;
   field: string;
-  /** a rolling or lifetime total's cap as a send meets it: the same for every send (a calendar one changes with its period) */
+  /** the total's cap as a send meets it: the same for every send (a calendar total's period is the store's to reckon) */
   cap?: ApplicableCap;
 }
 
@@ -45,17 +46,30 @@ export class TotalCounterCache {
     return node.value;
   }
 
-  /** A rolling or lifetime total's limit (a calendar one changes with its period). */
+  /**
+   * A total's limit, the same for every send: a calendar total names only its
+   * period's length (a UTC day or week, one bucket each), and the store
+   * reckons which period it is by its own clock (totalPeriod).
+   */
   fixedLimit(rule: CapRule): QuotaLimit {
     let limit = this.limits.get(rule);
     if (!limit) {
-      const windowMs = rule.window_type === "lifetime" ? 0 : rule.window_seconds * 1000;
-      const bucketMs = windowMs === 0 ? 0 : Math.max(1000, Math.floor(windowMs / WINDOW_BUCKETS));
-      limit = { max: rule.max_count, windowMs, bucketMs, periodStartMs: 0, periodEndMs: 0 };
+      limit = limitOf(rule);
       this.limits.set(rule, limit);
     }
     return limit;
   }
+}
+
+/** A total's limit as its rule gives it: a calendar one a UTC day or week, a rolling one WINDOW_BUCKETS buckets of its window, a lifetime one none. */
+function limitOf(rule: CapRule): QuotaLimit {
+  if (rule.window_type === "calendar_day" || rule.window_type === "calendar_week") {
+    const periodMs = rule.window_type === "calendar_day" ? UTC_DAY_MS : UTC_WEEK_MS;
+    return { max: rule.max_count, windowMs: periodMs, bucketMs: periodMs, calendar: true };
+  }
+  const windowMs = rule.window_type === "lifetime" ? 0 : rule.window_seconds * 1000;
+  const bucketMs = windowMs === 0 ? 0 : Math.max(1000, Math.floor(windowMs / WINDOW_BUCKETS));
+  return { max: rule.max_count, windowMs, bucketMs, calendar: false };
 }
 
 export const totalCounters = new TotalCounterCache();

@@ -50,7 +50,7 @@ export function remainingOf(reading: Pick<TotalReading, "max" | "used" | "leased
 }
 
 /** A counter this cap-config has not met (a give-back after a redeploy): the store uses the limit the counter saved. */
-const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, periodStartMs: 0, periodEndMs: 0 };
+const SAVED_LIMIT: QuotaLimit = { max: 0, windowMs: -1, bucketMs: 0, calendar: false };
 
 type Waiter = (answer: true | TotalRefusal | StoreUnavailableError) => void;
 /** a give-back waiting for its call: answered whether the store took it, or the failure */
@@ -443,7 +443,7 @@ function refusal(outcome: QuotaOutcome): TotalRefusal {
 function request(key: string, limit: QuotaLimit, leaseId: string, leaseMs: number, work: Partial<Pick<QuotaRequest, "spend" | "record" | "refunds" | "frees" | "keep" | "want">>): QuotaRequest {
   return {
     key, leaseId, leaseMs,
-    max: limit.max, windowMs: limit.windowMs, bucketMs: limit.bucketMs, periodStartMs: limit.periodStartMs, periodEndMs: limit.periodEndMs,
+    max: limit.max, windowMs: limit.windowMs, bucketMs: limit.bucketMs, calendar: limit.calendar,
     spend: work.spend ?? 0, record: work.record ?? 0, refunds: work.refunds ?? [], frees: work.frees ?? [], keep: work.keep ?? -1, want: work.want ?? 0,
   };
 }
