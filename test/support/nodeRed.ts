@@ -9,6 +9,26 @@ const catchNode = require("@node-red/nodes/core/common/25-catch.js");
 
 helper.init(require.resolve("node-red"));
 
+/**
+ * The runtime gives nodes its hooks (RED.hooks), which a closing gate uses to
+ * see what a deploy dropped on its way out; the test helper's own runtime
+ * leaves them out, so its node API gets the runtime's hooks here.
+ */
+function withRuntimeHooks(): void {
+  const internals = helper as unknown as { _registryUtil?: { createNodeApi(node: object): Record<string, unknown> } };
+  const registryUtil = internals._registryUtil;
+  if (!registryUtil) return;
+  const create = registryUtil.createNodeApi.bind(registryUtil);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { hooks } = require("@node-red/util") as { hooks: unknown };
+  registryUtil.createNodeApi = (node) => {
+    const api = create(node);
+    api.hooks ??= hooks;
+    return api;
+  };
+}
+withRuntimeHooks();
+
 export { helper };
 export const gateNodes = [capConfig, frequencyCapGate, suppressionGate, catchNode];
 

@@ -80,16 +80,31 @@ export class OwnRedisCluster {
     this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, ...this.extraArgs]));
     await Promise.all(this.nodes.map((n) => n.start()));
     await run("redis-cli", ["--cluster", "create", ...this.nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", String(this.replicas), "--cluster-yes"]);
-    for (let i = 0; i < 100; i++) {
-      const infos = await Promise.all(this.nodes.map(async (n) => (await run("redis-cli", ["-p", String(n.port), "cluster", "info"])).stdout));
-      if (infos.every((info) => info.includes("cluster_state:ok"))) return;
-      await sleep(100);
-    }
-    throw new Error("redis cluster did not reach cluster_state:ok");
+    await this.whole();
   }
 
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.stop()));
     for (const n of this.nodes) n.cleanUp();
+  }
+
+  /** Kills every node (kill -9), keeping their files: `restart` brings the same cluster back (its data too, with an AOF). */
+  async kill(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+
+  /** Starts the killed nodes again on their ports and waits until the cluster is whole. */
+  async restart(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.start()));
+    await this.whole();
+  }
+
+  private async whole(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const infos = await Promise.all(this.nodes.map(async (n) => (await run("redis-cli", ["-p", String(n.port), "cluster", "info"])).stdout));
+      if (infos.every((info) => info.includes("cluster_state:ok"))) return;
+      await sleep(100);
+    }
+    throw new Error("redis cluster did not reach cluster_state:ok");
   }
 }
