@@ -10,10 +10,9 @@ import { claimHolder, parseSend, type Send } from "../core/send";
 import { StoreUnavailableError } from "../core/errors";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./capConfig";
-import { GateStatus } from "./gateStatus";
-import { runtimeMessages } from "./i18n";
+import { Gate, type Turn } from "./gate/gate";
+import { httpResponseSetting, secondsSetting } from "./gate/settings";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type Turn } from "./gateNode";
 import { holdOrExpire } from "./holding";
 import { collapseKeyOf } from "../core/deferral/deferralIds";
 import { refundClaims } from "./refunds";
@@ -32,45 +31,30 @@ export type FrequencyCapGateDef = NodeDef & FieldProps & {
   httpResponse?: boolean | string;
 };
 
+interface CapGateSettings {
+  mode: Mode;
+  deferMaxMs: number;
+  jitterMs: number;
+}
 
+/** The gate's own settings, checked at deploy; a bad one names its property. */
+function settingsOf(def: FrequencyCapGateDef): CapGateSettings {
+  const mode = (def.mode || "claim") as Mode;
+  if (!(MODES as readonly string[]).includes(mode)) throw new Error(`mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`);
+  return { mode, deferMaxMs: secondsSetting("deferMax", def.deferMax, 21600) * 1000, jitterMs: secondsSetting("jitter", def.jitter, 900) * 1000 };
+}
 
 export default function register(RED: NodeAPI): void {
   function FrequencyCapGate(this: Node, def: FrequencyCapGateDef): void {
     RED.nodes.createNode(this, def);
     const heldOrder = new HeldOrder();
     const node = this;
-    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
-    const mode = (def.mode || "claim") as Mode;
-    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
+    const httpResponse = httpResponseSetting(def.httpResponse);
     const reader = new SendReader(RED, node, def);
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
-    const metrics = gateMetrics(config?.service, node.id, GATE);
-
-    let deferMaxMs = 0;
-    let jitterMs = 0;
-    let setting: Error | undefined;
-    try {
-      deferMaxMs = secondsSetting("deferMax", def.deferMax, 21600) * 1000;
-      jitterMs = secondsSetting("jitter", def.jitter, 900) * 1000;
-    } catch (err) {
-      setting = err as Error;
-    }
-    const problem = !config
-      ? new Error("config: no cap-config selected")
-      : config.problem ?? setting ?? (!(MODES as readonly string[]).includes(mode)
-        ? new Error(`mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`)
-        : undefined);
-    if (problem) {
-      // a cap-config's own problem is already logged by it; a gate logs its own
-      if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem);
-    }
-
-    const unsubscribe = config?.service ? status.watch(config.service) : undefined;
-    // in every mode: a gate redeployed from claim to record, check or release still lets out the msgs it held (by deferred)
-    const stopReleasing = config?.service && !problem
-      ? releaseHeldMsgs(RED, config.service, node, GATE, status)
-      : [];
+    // only a claim is a verdict that goes stale: a record, a release or a check reports what has happened
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store keeps the counters", settings: () => settingsOf(def), lasts: (def.mode || "claim") !== "claim" });
+    const { status, config } = gate;
+    const metrics = gate.counts;
 
     /** The msg's send, at once when its fields are msg paths (no extra turn of the event loop). */
     function readSend(msg: AdmittedMsg, service: CapService, turn: Turn): Send | Promise<Send> {
@@ -152,7 +136,7 @@ export default function register(RED: NodeAPI): void {
     function countShadowRefusals(decision: Extract<CapDecision, { kind: "allowed" }>): void {
       decision.outcome.counters.forEach((counter, i) => {
         const rule = decision.caps[i]?.rule;
-        if (counter.wouldRefuse && rule) metrics?.counts.wouldRefuse(rule.id, rule.org);
+        if (counter.wouldRefuse && rule) metrics?.wouldRefuse(rule.id, rule.org);
       });
     }
 
@@ -167,6 +151,7 @@ export default function register(RED: NodeAPI): void {
         const collapseKey = admission.disposition === "collapse"
           ? collapseKeyOf(node.id, sendData.org, service.recipientToken(sendData.recipient), topic)
           : undefined;
+        const { deferMaxMs, jitterMs } = gate.settings as CapGateSettings;
         await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0, order: heldOrder }, msg, admission, sendData, dueAt,
           (m) => turn.send([null, m, null]), collapseKey);
         return;
@@ -225,20 +210,11 @@ export default function register(RED: NodeAPI): void {
 
     // not async: it hands back the promise of the mode's work, with no promise of its own around it, or nothing when
     // the work ends the msg's turn itself (a claim)
-    function handle(msg: AdmittedMsg, turn: Turn): Promise<void> | undefined {
-      const service = config?.service;
-      if (problem || !service) return Promise.reject(problem ?? new Error("cap-config: its store is closed"));
-      if (mode === "record") return record(msg, turn, service);
-      if (mode === "check") return check(msg, turn, service);
-      if (mode === "release") return release(msg, turn, service);
+    gate.serve((msg, turn, service, settings) => {
+      if (settings.mode === "record") return record(msg, turn, service);
+      if (settings.mode === "check") return check(msg, turn, service);
+      if (settings.mode === "release") return release(msg, turn, service);
       return claim(msg, turn, service);
-    }
-
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
-      metrics, backlog: config?.service?.access.queue, drains: config?.service,
-      // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
-      // only a claim is a verdict that goes stale: a record, a release or a check reports what has happened
-      ...parkingFor(RED, node, config?.service, problem, mode !== "claim"),
     });
   }
 

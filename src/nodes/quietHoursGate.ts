@@ -5,9 +5,8 @@ import { HeldOrder } from "../core/deferral/heldOrder";
 import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours";
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
-import { GateStatus } from "./gateStatus";
-import { runtimeMessages } from "./i18n";
-import { gateSettings, releaseHeldMsgs, secondsSetting, gateMetrics, parkingFor, serveGate, type Turn } from "./gateNode";
+import { Gate, type Turn } from "./gate/gate";
+import { httpResponseSetting, secondsSetting } from "./gate/settings";
 import { holdOrExpire } from "./holding";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
@@ -34,8 +33,16 @@ function listOf(value: unknown): string[] {
   return [];
 }
 
+interface QuietSettings {
+  window: QuietWindow;
+  disposition: "defer" | "skip";
+  jitterMs: number;
+  deferMaxMs: number;
+  exemptCategories: string[];
+}
+
 /** The gate's own settings, checked at deploy; a bad one names its property. */
-function settingsOf(def: QuietHoursGateDef): { window: QuietWindow; disposition: "defer" | "skip"; jitterMs: number; deferMaxMs: number; exemptCategories: string[] } {
+function settingsOf(def: QuietHoursGateDef): QuietSettings {
   const window = parseQuietWindow({
     start: def.start || "21:00",
     end: def.end || "08:00",
@@ -56,26 +63,16 @@ function settingsOf(def: QuietHoursGateDef): { window: QuietWindow; disposition:
 export default function register(RED: NodeAPI): void {
   function QuietHoursGate(this: Node, def: QuietHoursGateDef): void {
     RED.nodes.createNode(this, def);
-    const heldOrder = new HeldOrder();
     const node = this;
-    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
-    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
+    const heldOrder = new HeldOrder();
+    const httpResponse = httpResponseSetting(def.httpResponse);
     // this gate's `timezone` property is its default zone (SPEC §11), so the recipient's zone is always msg.timezone
     // attributes and recipientLimits mean nothing to quiet hours: not read, so a malformed one cannot stop a send here
     const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits"].includes(f)));
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
-    const metrics = gateMetrics(config?.service, node.id, GATE);
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its queue holds deferred msgs", settings: () => settingsOf(def) });
+    const { status } = gate;
 
-    const { settings, problem } = gateSettings(node, status, config, "its queue holds deferred msgs", () => settingsOf(def));
-
-    const unsubscribe = config?.service ? status.watch(config.service) : undefined;
-    const stopReleasing = config?.service && !problem
-      ? releaseHeldMsgs(RED, config.service, node, GATE, status)
-      : [];
-
-    async function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
-      const service: CapService | undefined = config?.service;
-      if (problem || !service || !settings) throw problem ?? new Error("cap-config: its store is closed");
+    async function handle(msg: AdmittedMsg, turn: Turn, service: CapService, settings: QuietSettings): Promise<void> {
       const read = reader.read(msg);
       const sendData = parseSend({ ...(read instanceof Promise ? await read : read), timezone: (msg as { timezone?: unknown }).timezone }, service.sendRules);
       turn.lineUp(sendData);
@@ -101,7 +98,7 @@ export default function register(RED: NodeAPI): void {
       const refusal = quietAdmission(msg.admission, until, settings.disposition, { gate: GATE, channel: sendData.channel, now });
       const ctx = { RED, node, gate: GATE, service, status, httpResponse };
       if (settings.disposition === "defer") {
-        await holdOrExpire({ ...ctx, configId: (config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs, order: heldOrder }, msg, refusal, sendData,
+        await holdOrExpire({ ...ctx, configId: (gate.config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs, order: heldOrder }, msg, refusal, sendData,
           Number.isFinite(until) ? until : null, (m) => turn.send([null, m, null]));
         return;
       }
@@ -109,11 +106,7 @@ export default function register(RED: NodeAPI): void {
       turn.send([null, msg, null]);
     }
 
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
-      metrics, backlog: config?.service?.access.queue, drains: config?.service,
-      // what it judges as it closes (a full deploy stops the nodes after it) leaves by the same output from its next deployment
-      ...parkingFor(RED, node, config?.service, problem),
-    });
+    gate.serve(handle);
   }
 
   RED.nodes.registerType(GATE, QuietHoursGate);

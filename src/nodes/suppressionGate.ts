@@ -4,9 +4,8 @@ import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
-import { gateMetrics, releaseHeldMsgs, parkingFor, serveGate, type Turn } from "./gateNode";
-import { GateStatus } from "./gateStatus";
-import { runtimeMessages } from "./i18n";
+import { Gate, type Turn } from "./gate/gate";
+import { httpResponseSetting } from "./gate/settings";
 import { prepareRefusal, type AdmittedMsg } from "./refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -20,34 +19,22 @@ export type SuppressionGateDef = NodeDef & FieldProps & {
 };
 
 
-function windowSeconds(value: unknown): number | Error {
+function windowSeconds(value: unknown): number {
   if (value === undefined || value === "") return 86400;
   const n = Number(value);
-  return Number.isInteger(n) && n >= 0 ? n : new Error(`duplicateWindow: must be whole seconds >= 0 (0 = off), got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`duplicateWindow: must be whole seconds >= 0 (0 = off), got ${JSON.stringify(value)}`);
+  return n;
 }
 
 export default function register(RED: NodeAPI): void {
   function SuppressionGate(this: Node, def: SuppressionGateDef): void {
     RED.nodes.createNode(this, def);
     const node = this;
-    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
-    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
-    const duplicateWindow = windowSeconds(def.duplicateWindow);
+    const httpResponse = httpResponseSetting(def.httpResponse);
     const reader = new SendReader(RED, node, def, SEND_FIELDS);
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
-    const metrics = gateMetrics(config?.service, node.id, GATE);
-
-    const problem = !config
-      ? new Error("config: no cap-config selected")
-      : config.problem ?? (duplicateWindow instanceof Error ? duplicateWindow : undefined);
-    if (problem) {
-      // a cap-config's own problem is already logged by it; a gate logs its own
-      if (problem !== config?.problem) node.error(problem.message);
-      status.broken(problem);
-    }
-    const unsubscribe = config?.service ? status.watch(config.service) : undefined;
     // it holds nothing, but what it judges as it closes is parked in its queue and let out by its next deployment
-    const stopReleasing = config?.service && !problem ? releaseHeldMsgs(RED, config.service, node, GATE, status) : [];
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store keeps the block list", settings: () => windowSeconds(def.duplicateWindow) });
+    const { status } = gate;
 
     /** A control msg changes the block list and goes no further: it is not a send. */
     async function control(msg: AdmittedMsg, service: CapService): Promise<void> {
@@ -61,14 +48,14 @@ export default function register(RED: NodeAPI): void {
       status.listChanged();
     }
 
-    async function admit(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> {
+    async function admit(msg: AdmittedMsg, turn: Turn, service: CapService, duplicateWindow: number): Promise<void> {
       const read = reader.read(msg);
       const raw = read instanceof Promise ? await read : read;
       const sendData = parseSend(raw, service.sendRules);
       turn.lineUp(sendData);
-      const decision = await service.suppression.check(sendData, raw.body, duplicateWindow as number);
+      const decision = await service.suppression.check(sendData, raw.body, duplicateWindow);
       const admission = suppressionAdmission(decision, msg.admission, {
-        gate: GATE, configId: (config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
+        gate: GATE, configId: (gate.config as CapConfigNode).id, storeKind: service.store.kind, channel: sendData.channel, now: new Date(),
       });
       if (admission.status === "allowed") {
         msg.admission = admission;
@@ -81,17 +68,9 @@ export default function register(RED: NodeAPI): void {
       turn.send([null, msg]);
     }
 
-    // not async: it hands back the promise of the work it starts, with no promise of its own around it
-    function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
-      const service = config?.service;
-      if (problem || !service) return Promise.reject(problem ?? new Error("cap-config: its store is closed"));
+    gate.serve((msg, turn, service, duplicateWindow) => {
       if (typeof msg.topic === "string" && CONTROL_TOPICS.includes(msg.topic)) return control(msg, service);
-      return admit(msg, turn, service);
-    }
-
-    serveGate(node, status, handle, [unsubscribe, ...stopReleasing], {
-      metrics, backlog: config?.service?.access.queue, drains: config?.service,
-      ...parkingFor(RED, node, config?.service, problem),
+      return admit(msg, turn, service, duplicateWindow);
     });
   }
 

@@ -15,12 +15,11 @@ import { RateMeter } from "../core/throughput/rateMeter";
 import { LocalStoreClock, preciseNow, preciseToWall, StoreClock } from "../core/throughput/storeClock";
 import { conformingAdmission, resetAdmission, throughputAdmission, type CeilingInfo } from "../core/throughput/throughputAdmission";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/throughputKeys";
-import type { CapConfigNode } from "./capConfig";
-import { gateMetrics, gateSettings, parkingFor, secondsSetting, serveGate, type LineUp, type SendFn, type ServedGate, type Turn } from "./gateNode";
-import { GateStatus } from "./gateStatus";
+import { Gate, type Turn } from "./gate/gate";
+import type { Outputs } from "./gate/outputs";
+import { httpResponseSetting, secondsSetting } from "./gate/settings";
 import { queuedForm, storedMsg } from "./holding";
-import { runtimeMessages } from "./i18n";
-import { ABSENT_GATE_KEEP_MS, parkedOutput, parkedWhose, releaseParked, type Whose } from "./parking";
+import { ABSENT_GATE_KEEP_MS, type Whose } from "./parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
 
@@ -156,16 +155,14 @@ export default function register(RED: NodeAPI): void {
   function ThroughputGate(this: Node, def: ThroughputGateDef): void {
     RED.nodes.createNode(this, def);
     const node = this;
-    const config = RED.nodes.getNode(def.config ?? "") as CapConfigNode | null;
-    const httpResponse = def.httpResponse === true || def.httpResponse === "true";
+    const httpResponse = httpResponseSetting(def.httpResponse);
     // a ceiling counts msgs, not what they say: only what keys it, refunds earlier claims and bounds the wait is read
     const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits", "category"].includes(f)));
-    const status = new GateStatus(node, config?.service?.store.kind ?? "store", runtimeMessages(RED));
-    const metrics = gateMetrics(config?.service, node.id, GATE);
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store holds the shared ceiling", settings: () => throughputSettings(def) });
+    const { status, settings, problem } = gate;
+    const counts = gate.counts;
     const meter = new RateMeter();
     status.showRate(() => meter.perSecond());
-
-    const { settings, problem } = gateSettings(node, status, config, "its store holds the shared ceiling", () => throughputSettings(def));
     const keyReader = settings && !(BUILT_IN_KEYS as readonly string[]).includes(settings.keyType)
       ? fieldReader(RED, node, settings.key, settings.keyType)
       : undefined;
@@ -198,9 +195,10 @@ export default function register(RED: NodeAPI): void {
       return { kind: "key", value: scopeValue(value) };
     }
 
-    const service = config?.service;
+    // the service when the gate runs (no problem): its own releases and cleanups need it
+    const service = problem ? undefined : gate.service;
     // what the gate releases on its own (held msgs): counted, and kept for the next deployment once the gate closes
-    const emit = (out: (NodeMessage | null)[], whose?: Whose): void | Promise<void> => served.emit(out, whose);
+    const emit = (out: (NodeMessage | null)[], whose?: Whose): void | Promise<void> => gate.emit(out, whose);
     const refusalCtx = (svc: CapService): RefusalContext => ({ RED, node, gate: GATE, service: svc, status, httpResponse });
 
     /** A held msg at its reserved instant (or flushed): out of allowed; past its expiresAt: out of skipped, defer_expired. */
@@ -216,14 +214,14 @@ export default function register(RED: NodeAPI): void {
           return emit([null, msg, null]);
         });
         // a closing gate waits for it: it still sends (or parks) the msg
-        served.track(expired);
+        gate.track(expired);
         return expired;
       }
       msg.admission = conformingAdmission(msg.admission, ceilingOf(s, label), { gate: GATE, now }, flushed ? now.getTime() : held.dueAt, undefined, releaseIdOf(held));
       meter.add();
       status.allowed();
       // the promise of its parking, should the gate be closing: the queue acks the held entry only once it is parked
-      if (!served.isClosing()) return emit([msg, null, null]);
+      if (!gate.isClosing()) return emit([msg, null, null]);
       const whose: Whose = holderOf(held, service as CapService);
       if (held.expiresAt !== undefined) whose.expiresAt = held.expiresAt;
       return emit([msg, null, null], whose);
@@ -321,28 +319,19 @@ export default function register(RED: NodeAPI): void {
       node.error(`closed holding ${lost.length} msg(s) paced in process only, and the store did not take them back (${failed.error.message}): they are lost (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
     };
 
-    const stops = [] as (() => void | Promise<void>)[];
-    if (service && !problem) {
-      // msgs handed back or left by a process that died fall due every few ms: wake every ms, and take again at once after a release
-      stops.push(service.deferrals.register(node.id, fromQueue, { minSleepMs: 1, steady: true }));
-      stops.push(() => {
+    // what stops on close, after the releases: the pacer hands its msgs back to the queue, then the last acks go out
+    const cleanups = [
+      () => {
         const left = pacer.stop();
         leaving(left);
         return handBack(left);
-      });
-      stops.push(() => {
+      },
+      () => {
         // the pacer stopped first (the cleanup before): no release comes after this flush
         flushAcks();
         return Promise.allSettled([...acking]).then(() => undefined);
-      });
-      stops.push(service.deferrals.onSize(node.id, (held) => {
-        status.holding(held);
-        metrics?.counts.holding(held);
-      }));
-      stops.push(status.watch(service));
-    } else if (service) {
-      stops.push(status.watch(service));
-    }
+      },
+    ];
 
     /** msg.reset drops the held msgs of the msg's ceiling (each out of skipped, reset); msg.flush releases them now. */
     async function control(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, reset: boolean, seq: number): Promise<void> {
@@ -395,21 +384,19 @@ export default function register(RED: NodeAPI): void {
     /** sends still reserving or holding, by arrival: a control msg waits for those that came in before it */
     const admitting = new Map<number, Promise<void>>();
 
-    async function handle(msg: AdmittedMsg, turn: Turn): Promise<void> {
-      const svc = config?.service;
-      if (problem || !svc || !settings) throw problem ?? new Error("cap-config: its store is closed");
+    async function handle(msg: AdmittedMsg, turn: Turn, svc: CapService, s: ThroughputSettings): Promise<void> {
       const seq = ++arrivals;
       if (Object.hasOwn(msg, "reset") || Object.hasOwn(msg, "flush")) {
-        await control(msg, svc, settings, Object.hasOwn(msg, "reset"), seq);
+        await control(msg, svc, s, Object.hasOwn(msg, "reset"), seq);
         return;
       }
       // held msgs due by now leave in turn with the incoming ones, not after the whole run of them;
       // not once the gate closes (a closing node's sends are dropped): the pacer hands those back
-      if (!served.isClosing()) pacer.releaseDue();
+      if (!gate.isClosing()) pacer.releaseDue();
       try {
-        await tracked(seq, admit(msg, svc, settings, (out) => turn.send(out), (whose) => turn.lineUp(whose), seq));
+        await tracked(seq, admit(msg, svc, s, (out) => turn.send(out), (whose) => turn.lineUp(whose), seq));
       } finally {
-        if (!served.isClosing()) pacer.releaseDue();
+        if (!gate.isClosing()) pacer.releaseDue();
       }
     }
 
@@ -429,22 +416,13 @@ export default function register(RED: NodeAPI): void {
      * msg arriving now would, keeping its release_id.
      */
     function fromQueue(held: DeferredMsg): void | Promise<void | "kept"> {
-      const leavesBy = parkedOutput(held);
-      if (leavesBy) {
-        // judged by this gate as it closed last time, and kept: it leaves as it was judged while that holds;
-        // parked again should this deployment close too, keeping its age and expiry
-        return releaseParked({ RED, node, gate: GATE }, held, leavesBy, (out) => {
-          if (out[0]) meter.add();
-          return emit(out, parkedWhose(held));
-        });
-      }
       const now = Date.now();
       const expired = held.expiresAt !== undefined && now > held.expiresAt;
       if (expired || now - held.dueAt <= REPACE_AFTER_MS || !service || !settings) return release(held, false);
       // a copy: should the gate close before it leaves, the entry goes back to the queue as it was
       const msg = structuredClone(held.msg) as AdmittedMsg;
       const seq = ++arrivals;
-      const repaced = tracked(seq, admit(msg, service, settings, (out) => void served.emit(out), () => undefined, seq, releaseIdOf(held)));
+      const repaced = tracked(seq, admit(msg, service, settings, (out) => void gate.emit(out), () => undefined, seq, releaseIdOf(held)));
       return repaced.then(() => undefined, (err: Error) => {
         if (err instanceof GateClosed) return "kept" as const;
         node.error(err, msg);
@@ -458,7 +436,7 @@ export default function register(RED: NodeAPI): void {
      * whose gate closed while it reserved does not leave (GateClosed): Node-RED
      * would drop what a closing node sends, and its entry is still in the queue.
      */
-    async function admit(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, send: SendFn, lineUp: LineUp, seq: number, releaseIdKept?: string): Promise<void> {
+    async function admit(msg: AdmittedMsg, svc: CapService, s: ThroughputSettings, send: (out: Outputs) => void, lineUp: (whose: Whose) => void, seq: number, releaseIdKept?: string): Promise<void> {
       const read = reader.read(msg);
       const sendData: Send = parseSend(read instanceof Promise ? await read : read, svc.sendRules);
       lineUp(sendData);
@@ -487,7 +465,7 @@ export default function register(RED: NodeAPI): void {
         return;
       }
       // a closing gate whose next node has stopped (a full deploy) hands a msg due now back with its instant, as a held one
-      if (outcome.waitUs === 0 && !served.wouldPark(0)) {
+      if (outcome.waitUs === 0 && !gate.wouldPark(0)) {
         msg.admission = withReleaseId(conformingAdmission(msg.admission, ceiling, { gate: GATE, now }), releaseIdKept);
         meter.add();
         status.allowed();
@@ -547,17 +525,14 @@ export default function register(RED: NodeAPI): void {
           holdFaults.failed(err);
         }
       }
-      metrics?.counts.heldFor("throughput_exceeded");
+      counts?.heldFor("throughput_exceeded");
       // closed meanwhile (a redeploy): the queue's pollers release it
       if (!pacer.add(dueLocal, paced)) await handBack([paced]);
       else if (!paced.durable) inProcess++;
     }
 
-    const served: ServedGate = serveGate(node, status, handle, stops, {
-      metrics, backlog: service?.access.queue, drains: service,
-      // what it judges as it closes is kept in its durable queue, to leave by the same output when the gate runs again
-      ...parkingFor(RED, node, service, problem),
-    });
+    // msgs handed back or left by a process that died fall due every few ms: wake every ms, and take again at once after a release
+    gate.serve(handle, { release: fromQueue, releaseTiming: { minSleepMs: 1, steady: true }, cleanups });
   }
 
   RED.nodes.registerType(GATE, ThroughputGate);

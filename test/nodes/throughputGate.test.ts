@@ -127,15 +127,16 @@ function assertPaced(releases: readonly Release[], intervalMs: number): void {
  * next nodes at once, as for any node's output), so what the old flow's
  * gate let out is read at the gate, not at the node after it.
  */
-function sentAllowed(id: string): string[] {
-  const gate = helper.getNode(id) as unknown as { send(out: unknown): void };
+/**
+ * The messageIds that reach the node after the gate's allowed output (the
+ * helper `allowed` of this deployment): what left the gate, as the flow sees
+ * it. (A msg the gate sent just before a full deploy that the stopping node
+ * dropped is kept and sent again by the next deployment: counting the gate's
+ * sends would count it twice.)
+ */
+function sentAllowed(): string[] {
   const sent: string[] = [];
-  const send = gate.send.bind(gate);
-  gate.send = (out) => {
-    const allowed = Array.isArray(out) ? (out[0] as Msg | null) : undefined;
-    if (allowed) sent.push(String(allowed.messageId));
-    send(out);
-  };
+  (helper.getNode("allowed") as unknown as { on(event: "input", listener: (msg: Msg) => void): void }).on("input", (msg) => sent.push(String(msg.messageId)));
   return sent;
 }
 
@@ -255,9 +256,15 @@ describe("throughput-gate", function () {
     };
     const began = Date.now();
     busyUntil(began + 40);
-    const nextAt = Date.now();
-    send({ messageId: "next" });
-    busyUntil(nextAt + 60);
+    // "next" comes in, and a run of msgs behind it keeps the loop busy in the same turn (each delivery is an immediate
+    // of Node-RED's, with the microtasks of the one before between them)
+    let nextAt = 0;
+    setImmediate(() => {
+      nextAt = Date.now();
+      send({ messageId: "next" });
+    });
+    setImmediate(() => busyUntil(nextAt + 60));
+    await new Promise((resolve) => setImmediate(resolve));
     const runEnded = Date.now();
     await out.until(3);
     const held = out.of("allowed").find((m) => m.messageId === "held");
@@ -363,7 +370,7 @@ describe("throughput-gate", function () {
     const keyPrefix = uniquePrefix("tp-in-flight-redeploy");
     const gate = { rate: 1000, burst: 1 };
     let flow = await deploy({ store: "redis", keyPrefix, gate });
-    const sentBefore = sentAllowed("tp0");
+    const sentBefore = sentAllowed();
     const deferrals = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals;
     const written = new Set<string>();
     const hold = deferrals.hold.bind(deferrals);
@@ -433,7 +440,7 @@ describe("throughput-gate", function () {
   it("a re-paced msg stays in the durable queue until it leaves, however soon its new instant: its old entry is acked as it is paced", async () => {
     const { out, send } = await deploy({ store: "memory", gate: { rate: 20, burst: 1 } });
     const queue = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals.queueOf("tp0");
-    const sent = sentAllowed("tp0");
+    const sent = sentAllowed();
     send({ messageId: "a" });
     await out.until(1, 1000);
     // the ceiling's next instant is under 50 ms away: the overdue msg is re-paced to it
@@ -460,7 +467,7 @@ describe("throughput-gate", function () {
     const keyPrefix = uniquePrefix(prefix);
     const gate = { rate: 1000, burst: 1 };
     const flow = await deploy({ store: "redis", keyPrefix, gate });
-    const sentBefore = sentAllowed("tp0");
+    const sentBefore = sentAllowed();
     for (let i = 0; i < 200; i++) flow.send({ messageId: `f${i}`, recipient: `r${i}` });
     await flow.out.until(2, 2000);
     const queue = ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals.queueOf("tp0");
@@ -504,7 +511,8 @@ describe("throughput-gate", function () {
     await sleep(500);
     const out = sentBefore.length + flow.out.of("allowed").length;
     const leased = (await ((helper.getNode("cfg0") as unknown as CapConfigNode).service as CapService).deferrals.heldSizes()).get("tp0") ?? 0;
-    const lost = errors.map((e) => /closed holding (\d+) msg\(s\) paced in process only.*they are lost/.exec(e)).reduce((n, m) => n + Number(m?.[1] ?? 0), 0);
+    // paced in process only, or sent just before the deploy and dropped by the stopping node on the way
+    const lost = errors.map((e) => /closed (?:holding|and could not keep) (\d+) msg\(s\) .*they are lost/.exec(e)).reduce((n, m) => n + Number(m?.[1] ?? 0), 0);
     assert.ok(lost > 0, errors.join(" | "));
     assert.equal(out + leased + lost, 200, `${out} out, ${leased} to come back after their lease, ${lost} said lost`);
   });
@@ -702,7 +710,7 @@ describe("throughput-gate", function () {
       let flow = await deploy({ store, keyPrefix, gate });
       const seen: string[] = [];
       collectGarbage();
-      const sentBefore = sentAllowed("tp0");
+      const sentBefore = sentAllowed();
       for (const m of msgs(100)) flow.send(m);
       await sleep(400);
       // the gate paces its held msgs itself: on close it hands them back to the queue, where the next deployment's poller finds them
@@ -775,7 +783,7 @@ describe("throughput-gate", function () {
     const gate = { rate: 1000, burst: 1 };
     let flow = await deploy({ store: "redis", keyPrefix, gate });
     const seen: string[] = [];
-    const sentBefore = sentAllowed("tp0");
+    const sentBefore = sentAllowed();
     for (let i = 0; i < 3000; i++) flow.send({ messageId: `b${i}`, recipient: `r${i}` });
     await sleep(500);
     await helper.unload();
@@ -973,19 +981,13 @@ describe("throughput-gate", function () {
   });
 });
 
-/** Each msg gate `id` sends out of allowed, as it sends it (read at the gate, see sentAllowed): its messageId and reserved instant. */
-function sentInstants(id: string): { id: string; due?: number }[] {
-  const gate = helper.getNode(id) as unknown as { send(out: unknown): void };
+/** What reaches the node after the gate's allowed output (see sentAllowed): each msg's id, and its reserved instant (release_at; none for a msg that passed at once). */
+function sentInstants(): { id: string; due?: number }[] {
   const sent: { id: string; due?: number }[] = [];
-  const send = gate.send.bind(gate);
-  gate.send = (out) => {
-    const allowed = Array.isArray(out) ? (out[0] as Msg | null) : undefined;
-    if (allowed) {
-      const due = admission(allowed).release_at;
-      sent.push({ id: String(allowed.messageId), ...(due !== undefined ? { due: Date.parse(due) } : {}) });
-    }
-    send(out);
-  };
+  (helper.getNode("allowed") as unknown as { on(event: "input", listener: (msg: Msg) => void): void }).on("input", (msg) => {
+    const due = admission(msg).release_at;
+    sent.push({ id: String(msg.messageId), ...(due !== undefined ? { due: Date.parse(due) } : {}) });
+  });
   return sent;
 }
 
@@ -1008,14 +1010,14 @@ describe("throughput-gate on the memory store across a redeploy (its state file 
     const interval = 1000 / rate;
     const keyPrefix = uniquePrefix("tp-memory-redeploy");
     let flow = await deploy({ store: "memory", gate, keyPrefix });
-    const sent = sentInstants("tp0");
+    const sent = sentInstants();
     for (let i = 0; i < count; i++) flow.send({ messageId: `a${i}`, recipient: `r${i}` });
     await sleep(waitMs);
     await helper.unload();
     const before = sent.length;
     assert.ok(before < count / 2, `${before} of ${count} left before the redeploy: most must still be held`);
     flow = await deploy({ store: "memory", gate, keyPrefix });
-    const sentAfter = sentInstants("tp0");
+    const sentAfter = sentInstants();
     for (let i = 0; i < count; i++) flow.send({ messageId: `b${i}`, recipient: `s${i}` });
     const started = Date.now();
     while (sent.length + sentAfter.length < 2 * count && Date.now() - started < (2 * count * interval) + 10_000) await sleep(50);

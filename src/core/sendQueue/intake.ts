@@ -20,33 +20,44 @@ export interface Backlog {
  */
 export const MAX_ACTIVE = 512;
 
-/** slots a waiting msg takes in the line: msg, send, done, refused */
-const SLOTS = 4;
+/** slots a waiting msg takes in the line: msg, done, refused */
+const SLOTS = 3;
 
 /**
  * A gate's line of msgs not yet begun. A split node hands a gate its whole
  * burst in one tick; begun at once, every msg would keep its parsed send, its
- * claim, its promises and closures (about 4 KB) until the store answers it,
- * and the garbage collector would copy 100,000 of them at every scavenge (a
- * third of the drain time, 600 MB of heap). So at most `maxActive` msgs are
- * begun; the others wait as the runtime handed them (msg, send, done: slots
- * of an array) and begin in arrival order as earlier ones finish.
+ * claim, its promises and closures until the store answers it, and the
+ * garbage collector would copy 100,000 of them at every scavenge. So at most
+ * `maxActive` msgs are begun; the others wait as the runtime handed them
+ * (msg and done: slots of an array; the runtime's send is the node's own)
+ * and begin in arrival order as earlier ones finish.
+ *
+ * A msg never begins inside the call that brought it in, but a microtask
+ * later: what the runtime does in the same synchronous stretch (a deploy's
+ * stop loop, which may stop the nodes after this gate) happens before the
+ * gate judges or sends anything, so the gate's close sees the msg waiting and
+ * the nodes after it already stopped.
  *
  * A msg that arrives while its cap-config's queue is full (`Backlog.full`)
  * is refused: it takes its place in the line like any other (so it never
  * overtakes its recipient's earlier msgs) but counts for nothing in the
  * queue, and in its turn it begins with its store calls refused as
- * overloaded, so the fail mode decides (SPEC §9). A gate that reaches the
- * store only after an await (a JSONata field) judges such a msg normally.
+ * overloaded (the cap-config's overload mode decides).
  */
-export class Intake<M, S, D> {
-  /** msg, send, done, refused of each waiting msg, flat */
-  private readonly line = new SlotLine<M | S | D | boolean>();
+export class Intake<M, D> {
+  /** msg, done, refused of each waiting msg, flat */
+  private readonly line = new SlotLine<M | D | boolean>();
   private active = 0;
+  private scheduled = false;
   private whenIdle: (() => void)[] = [];
+  /** begins what may begin now: run on the microtask after a msg came in */
+  private readonly drain = (): void => {
+    this.scheduled = false;
+    while (this.active < this.maxActive && this.line.length > 0) this.beginNext();
+  };
 
   constructor(
-    private readonly begin: (msg: M, send: S, done: D) => void,
+    private readonly begin: (msg: M, done: D) => void,
     private readonly backlog?: Backlog,
     private readonly maxActive = MAX_ACTIVE,
   ) {}
@@ -56,21 +67,18 @@ export class Intake<M, S, D> {
     return this.line.length / SLOTS;
   }
 
-  /** A msg has come in: begun now while fewer than maxActive are (nobody waits then), else it waits its turn. */
-  enter(msg: M, send: S, done: D): void {
-    if (this.active < this.maxActive) {
-      this.active++;
-      // begun now: a full queue refuses its store calls by itself
-      this.begin(msg, send, done);
-      return;
-    }
+  /** A msg has come in: it waits its turn, which comes on the next microtask while fewer than maxActive are begun. */
+  enter(msg: M, done: D): void {
     const refused = this.backlog?.full() === true;
     this.line.push(msg);
-    this.line.push(send);
     this.line.push(done);
     this.line.push(refused);
     if (refused) this.backlog?.overflowed();
     else this.backlog?.waitingMsgs(1);
+    if (!this.scheduled && this.active < this.maxActive) {
+      this.scheduled = true;
+      queueMicrotask(this.drain);
+    }
   }
 
   /** A begun msg is done: the next in line begins. */
@@ -98,16 +106,15 @@ export class Intake<M, S, D> {
   private beginNext(): void {
     const line = this.line;
     const msg = line.shift() as M;
-    const send = line.shift() as S;
     const done = line.shift() as D;
     const refused = line.shift() === true;
     this.active++;
     if (refused && this.backlog) {
-      this.backlog.refusing(() => this.begin(msg, send, done));
+      this.backlog.refusing(() => this.begin(msg, done));
       return;
     }
     // counted out of the line before it begins: its own store call must not find the queue full because of itself
     this.backlog?.waitingMsgs(-1);
-    this.begin(msg, send, done);
+    this.begin(msg, done);
   }
 }
