@@ -453,7 +453,7 @@ export class CapEngine {
       else if ("kind" in spend) refused ??= totalRefusal(cap, spend);
       else taken.push({ cap, spend });
     }
-    if (refused || (failed && this.options.access.failMode === "closed")) {
+    if (refused || (failed && this.options.access.failsClosed(failed))) {
       // the lease lapsed and the pool was empty (or, closed, the store failed): the send is not admitted, so it keeps nothing
       await Promise.all(taken.map((t) => this.totals.refund(t.spend).catch(() => false)));
       if (decision) await this.releaseOwn(decision);
@@ -513,7 +513,7 @@ export class CapEngine {
    */
   private async totalsFailed(send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined): Promise<CapDecision> {
     this.cancel(reserved);
-    if (own.length === 0 || this.options.access.failMode === "closed") return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure) };
+    if (own.length === 0 || this.options.access.failsClosed(failure)) return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure) };
     const claimed = this.claimCounters(send, own);
     turn?.done();
     const decision = await claimed;

@@ -206,7 +206,7 @@ export class CapService {
       maxQueued: store.remote ? settings.maxQueued : 0,
     });
     this.access = new StoreAccess(store, {
-      failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, warn: (text) => log.warn(text),
+      failMode: settings.failMode, timeoutMs: settings.timeoutMs, maxQueued: settings.maxQueued, overloadMode: settings.overloadMode, warn: (text) => log.warn(text),
       onStoreCall: (call) => this.metrics.storeCall(call),
     });
     this.throughput = new ThroughputLimiter(this.access, settings.keyPrefix);

@@ -3,11 +3,12 @@ import type { FailMode } from "./capEngine";
 import { englishMessages } from "./schema/catalog";
 import type { Translate } from "./schema/messages";
 import {
-  isAbsent, keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
+  DEFAULT_MAX_QUEUED, isAbsent, keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
   stringListProblem, timeoutProblem,
 } from "./settingsChecks";
 
 export type StoreKind = "memory" | "redis" | "redis-cluster";
+
 export type RulesSource = "inline" | "postgres";
 
 /** A cap-config's properties (SPEC §11) as the flow JSON gives them, before checking. */
@@ -28,6 +29,7 @@ export interface RawCapSettings {
   hashRecipients?: unknown;
   channels?: unknown;
   maxQueued?: unknown;
+  overloadMode?: unknown;
   leaseSeconds?: unknown;
 }
 
@@ -50,6 +52,8 @@ export interface CapSettings {
   channels: string[];
   /** most msgs waiting in the send queue before new ones are "overloaded" (SPEC §9) */
   maxQueued: number;
+  /** what becomes of an overloaded msg: closed, to Catch (to be retried); open, on with reason overloaded, past its caps */
+  overloadMode: FailMode;
   /** total caps: a lease on a shared counter lapses after this long without renewal, its unspent slots back in the pool */
   leaseSeconds: number;
 }
@@ -108,7 +112,7 @@ export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessa
   const timeoutMs = isAbsent(raw.timeoutMs) ? 50 : Number(raw.timeoutMs);
 
   problems.add("maxQueued", maxQueuedProblem(raw.maxQueued, t));
-  const maxQueued = isAbsent(raw.maxQueued) ? 100_000 : Number(raw.maxQueued);
+  const maxQueued = isAbsent(raw.maxQueued) ? DEFAULT_MAX_QUEUED : Number(raw.maxQueued);
 
   problems.add("leaseSeconds", leaseSecondsProblem(raw.leaseSeconds, t));
   const leaseSeconds = isAbsent(raw.leaseSeconds) ? 10 : Number(raw.leaseSeconds);
@@ -136,7 +140,8 @@ export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessa
     requireTier: flag(raw.requireTier),
     hashRecipients: flag(raw.hashRecipients),
     channels: channelList(stringList("channels", raw.channels, [], problems)),
-    maxQueued: Number.isInteger(maxQueued) && maxQueued >= 1 ? maxQueued : 100_000,
+    maxQueued: Number.isInteger(maxQueued) && maxQueued >= 1 ? maxQueued : DEFAULT_MAX_QUEUED,
+    overloadMode: oneOf("overloadMode", raw.overloadMode, ["closed", "open"] as const, "closed", problems),
     leaseSeconds: Number.isInteger(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 3600 ? leaseSeconds : 10,
   };
   if (settings.rulesSource === "postgres") problems.add("pgTable", pgTableProblem(settings.pgTable, t));

@@ -7,6 +7,18 @@ import type { Translate } from "./schema/messages";
  * Pure: the editor bundles it.
  */
 const PG_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * The send queue's default bound, msgs. A msg waiting in a gate costs it
+ * about 300 bytes beyond the msg itself (what Node-RED's input event keeps
+ * for it, and its slots in the gate's line); with a typical outbound msg of
+ * about 1 KB, 1.5 million waiting msgs take about 2 GB, half of Node's
+ * default heap: a campaign of a million msgs in one tick is judged whole, and
+ * past the bound msgs go to Catch rather than grow the heap until the process
+ * dies with every msg it held.
+ */
+export const DEFAULT_MAX_QUEUED = 1_500_000;
+
 const PG_MAX_IDENTIFIER = 63;
 const K = "cap-config.errors";
 

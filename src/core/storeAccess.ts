@@ -13,6 +13,8 @@ export interface StoreAccessOptions {
   timeoutMs: number;
   /** most msgs waiting in the send queue (SPEC §11 maxQueued) */
   maxQueued: number;
+  /** past maxQueued: closed (default), the msg goes to Catch; open, it goes on with reason overloaded */
+  overloadMode?: FailMode;
   /** most batches at the store at once, and most items in one (tuned by the bench) */
   maxInFlight?: number;
   maxBatch?: number;
@@ -31,6 +33,7 @@ export const SEND_QUEUE_DEFAULTS = { maxInFlight: 4, maxBatch: 256 } as const;
  */
 export class StoreAccess {
   readonly failMode: FailMode;
+  readonly overloadMode: FailMode;
   readonly breaker = new CircuitBreaker();
   /** absent for the memory store: nothing ever waits */
   readonly queue: SendQueue | undefined;
@@ -40,6 +43,7 @@ export class StoreAccess {
 
   constructor(readonly store: AdmissionStore, options: StoreAccessOptions) {
     this.failMode = options.failMode;
+    this.overloadMode = options.overloadMode ?? "closed";
     // a connection that is ready again is the store's own word that it is well
     store.onStateChange((state) => { if (state === "ready") this.breaker.reset(); });
     this.failOpen = new FailOpenReporter(options.warn);
@@ -52,7 +56,9 @@ export class StoreAccess {
         breaker: this.breaker,
         ...(options.onStoreCall ? { onCall: options.onStoreCall } : {}),
         ...(store.whenUsable ? { whenUsable: () => store.whenUsable?.() } : {}),
-        onOverload: (max) => options.warn(`the send queue is full (${max} msgs, maxQueued): new msgs get reason "overloaded" and the fail mode (${options.failMode}) decides until it drains`),
+        onOverload: (max) => options.warn(this.overloadMode === "open"
+          ? `the send queue is full (${max} msgs, maxQueued): new msgs go on with reason "overloaded", past their caps, until it drains (overload mode open)`
+          : `the send queue is full (${max} msgs, maxQueued): new msgs go to Catch, to be retried, until it drains (overload mode closed)`),
       })
       : undefined;
   }
@@ -100,13 +106,26 @@ export class StoreAccess {
     return this.submit(lane, item).catch((err: unknown) => this.failed(org, channel, err));
   }
 
-  /** Applies the fail mode to a failure on a send path (the store, or the rules it needs). */
+  /** Whether failed() throws this failure (to Catch) rather than let the msg go on. */
+  failsClosed(err: unknown): boolean {
+    return (asStoreFailure(err).kind === "overloaded" ? this.overloadMode : this.failMode) === "closed";
+  }
+
+  /**
+   * Applies the fail mode to a failure on a send path (the store, or the rules
+   * it needs), and the overload mode to a msg refused past maxQueued: the store
+   * is well then, and only an operator who chose so lets a msg past its caps.
+   */
   failed(org: string, channel: string, err: unknown): StoreUnavailableError {
     const failure = asStoreFailure(err);
+    if (failure.kind === "overloaded") {
+      if (this.overloadMode === "closed") throw failure;
+      // an overload is warned once per episode by the queue, not per org and channel
+      this.failOpen.countQuietly();
+      return failure;
+    }
     if (this.failMode === "closed") throw failure;
-    // an overload is warned once per episode by the queue, not per org and channel
-    if (failure.kind === "overloaded") this.failOpen.countQuietly();
-    else this.failOpen.report(org, channel, failure.message);
+    this.failOpen.report(org, channel, failure.message);
     return failure;
   }
 }

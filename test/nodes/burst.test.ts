@@ -166,41 +166,65 @@ describe("a burst of 20,000 msgs in one tick is capped exactly", function () {
     await dropPrefix(redis, keyPrefix);
   });
 
-  it("past maxQueued, gives the msgs beyond the bound reason overloaded and exact verdicts to the rest, each recipient in order", async () => {
-    const keyPrefix = uniquePrefix("burst-bound");
-    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES });
-    const recipients = 2_500;
-    await flow.out.until(burst(flow, recipients), 60_000);
-    const overloaded = flow.out.of("allowed").filter((m) => reasonOf(m) === "overloaded");
-    const judged = flow.out.sequence.filter(({ msg }) => reasonOf(msg) !== "overloaded");
-    assert.ok(overloaded.length >= recipients * 2 - 1000 - 300, `overloaded ${overloaded.length}`);
-    assert.ok(judged.length >= 1000, `judged ${judged.length}`);
-    assert.equal(flow.out.of("caught").length, 0);
-    assert.equal(flow.out.sequence.length, recipients * 2, "every msg left by an output");
-    assert.ok(flow.out.of("allowed").every((m) => reasonOf(m) === undefined || reasonOf(m) === "overloaded"), "no fail_open");
-    // exact where judged: a recipient judged twice got one allowed and one skipped; judged once, one allowed
-    const verdicts = new Map<string, string[]>();
-    for (const { id, msg } of judged) verdicts.set(String(msg.recipient), [...(verdicts.get(String(msg.recipient)) ?? []), id]);
-    for (const [recipient, got] of verdicts) {
-      assert.equal(got.filter((v) => v === "allowed").length, 1, `${recipient}: ${got.join(",")}`);
-    }
-    // a msg refused past the bound waits its turn: it never overtakes its recipient's earlier msg, still waiting to be judged
-    const lastSent = new Map<string, number>();
-    for (const { msg } of flow.out.sequence) {
-      const sent = Number(String(msg.messageId).slice(1));
-      const before = lastSent.get(String(msg.recipient));
-      assert.ok(before === undefined || before < sent, `${String(msg.recipient)}: m${sent} (${String(reasonOf(msg))}) left before m${before}`);
-      lastSent.set(String(msg.recipient), sent);
-    }
-    const warned = (helper.log() as unknown as { args: [{ level: number; msg: unknown }][] }).args
-      .filter(([e]) => e.level === 30 && String(e.msg).includes("maxQueued"));
-    assert.equal(warned.length, 1, "warned once for the episode");
+  for (const overloadMode of ["closed", "open"] as const) {
+    const past = overloadMode === "closed" ? "go to Catch intact, to be retried" : "go on with reason overloaded (overloadMode open)";
+    it(`past maxQueued, the msgs beyond the bound ${past}, the rest get exact verdicts, each recipient in order`, async () => {
+      const keyPrefix = uniquePrefix("burst-bound");
+      const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS, overloadMode }, rules: ONE_PER_TEN_MINUTES });
+      const recipients = 2_500;
+      await flow.out.until(burst(flow, recipients), 60_000);
+      const refused = overloadMode === "closed" ? flow.out.of("caught") : flow.out.of("allowed").filter((m) => reasonOf(m) === "overloaded");
+      const judged = flow.out.sequence.filter(({ id, msg }) => id !== "caught" && reasonOf(msg) !== "overloaded");
+      assert.ok(refused.length >= recipients * 2 - 1000 - 300, `overloaded ${refused.length}`);
+      assert.ok(judged.length >= 1000, `judged ${judged.length}`);
+      assert.equal(flow.out.sequence.length, recipients * 2, "every msg left by an output");
+      assert.ok(flow.out.of("allowed").every((m) => reasonOf(m) === undefined || reasonOf(m) === "overloaded"), "no fail_open");
+      if (overloadMode === "closed") {
+        // no msg passed its cap unjudged; each refused one reached Catch as it came, saying why
+        assert.equal(flow.out.of("allowed").filter((m) => reasonOf(m) === "overloaded").length, 0);
+        for (const m of refused) {
+          assert.equal(m.admission, undefined, "intact: no verdict written");
+          assert.match(String((m.error as { message?: string }).message), /maxQueued/);
+        }
+      } else {
+        assert.equal(flow.out.of("caught").length, 0);
+      }
+      // exact where judged: a recipient judged twice got one allowed and one skipped; judged once, one allowed
+      const verdicts = new Map<string, string[]>();
+      for (const { id, msg } of judged) verdicts.set(String(msg.recipient), [...(verdicts.get(String(msg.recipient)) ?? []), id]);
+      for (const [recipient, got] of verdicts) {
+        assert.equal(got.filter((v) => v === "allowed").length, 1, `${recipient}: ${got.join(",")}`);
+      }
+      // a msg refused past the bound waits its turn: it never overtakes its recipient's earlier msg, still waiting to be judged
+      const lastSent = new Map<string, number>();
+      for (const { msg } of flow.out.sequence) {
+        const sent = Number(String(msg.messageId).slice(1));
+        const before = lastSent.get(String(msg.recipient));
+        assert.ok(before === undefined || before < sent, `${String(msg.recipient)}: m${sent} (${String(reasonOf(msg))}) left before m${before}`);
+        lastSent.set(String(msg.recipient), sent);
+      }
+      const warned = (helper.log() as unknown as { args: [{ level: number; msg: unknown }][] }).args
+        .filter(([e]) => e.level === 30 && String(e.msg).includes("maxQueued"));
+      assert.equal(warned.length, 1, "warned once for the episode");
+      await dropPrefix(redis, keyPrefix);
+    });
+  }
+
+  it("record mode past maxQueued: a msg not recorded goes to Catch intact (overloadMode closed), the rest recorded", async () => {
+    const keyPrefix = uniquePrefix("burst-record-bound");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES, gate: { mode: "record" } });
+    const sent = burst(flow, 2_500);
+    await flow.out.until(sent, 60_000);
+    const trailReason = (m: Record<string, unknown>) => (m.admission as { trail: { reason?: string }[] }).trail.at(-1)?.reason;
+    assert.ok(flow.out.of("caught").length >= sent - 1000 - 300, `to Catch ${flow.out.of("caught").length}`);
+    assert.ok(flow.out.of("allowed").every((m) => trailReason(m) === undefined), "every msg that went on was recorded");
+    assert.equal(flow.out.sequence.length, sent, "every msg left by an output");
     await dropPrefix(redis, keyPrefix);
   });
 
-  it("record mode past maxQueued: a msg not recorded says overloaded (trail and reason), the rest recorded, none to Catch", async () => {
-    const keyPrefix = uniquePrefix("burst-record-bound");
-    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS }, rules: ONE_PER_TEN_MINUTES, gate: { mode: "record" } });
+  it("record mode past maxQueued with overloadMode open: a msg not recorded says overloaded (trail and reason), none to Catch", async () => {
+    const keyPrefix = uniquePrefix("burst-record-bound-open");
+    const flow = await deployGateFlow({ store: "redis", config: { keyPrefix, maxQueued: 1000, timeoutMs: BURST_TIMEOUT_MS, overloadMode: "open" }, rules: ONE_PER_TEN_MINUTES, gate: { mode: "record" } });
     const sent = burst(flow, 2_500);
     await flow.out.until(sent, 60_000);
     const trailReason = (m: Record<string, unknown>) => (m.admission as { trail: { reason?: string }[] }).trail.at(-1)?.reason;

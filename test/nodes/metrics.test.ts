@@ -22,7 +22,7 @@ function chainFlow(store: "memory" | "redis", keyPrefix: string, maxQueued: numb
   return [
     TAB,
     {
-      id: "cfg", type: "cap-config", store, redisUrl: REDIS_URL, keyPrefix, timeoutMs: 5000, maxQueued,
+      id: "cfg", type: "cap-config", store, redisUrl: REDIS_URL, keyPrefix, timeoutMs: 5000, maxQueued, overloadMode: "open",
       rules: [
         { id: "sms-hourly", scope: "channel", channel: "sms", max_count: 3, window_seconds: HOUR },
         { id: "push-burst", scope: "channel", channel: "push", max_count: 1, window_seconds: 1, disposition: "defer" },

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_QUEUED } from "../../../core/settingsChecks";
 import { DEFAULT_CHANNELS } from "../../../core/channels";
 import { listText, splitList } from "../../model/lists";
 import { tableRulesOf, type Rule } from "../../model/ruleRows";
@@ -35,7 +36,7 @@ function prepareTabs(onchange: () => void): void {
 /** Shows the rows that apply to the chosen store, rule source and HMAC choice. */
 function prepareToggles(node: EditorNode, resize: () => void): void {
   // a choice the flow leaves out shows the default the runtime applies (the select would show nothing)
-  for (const [id, fallback] of [["store", "memory"], ["failMode", "open"], ["rulesSource", "inline"]] as const) {
+  for (const [id, fallback] of [["store", "memory"], ["failMode", "open"], ["overloadMode", "closed"], ["rulesSource", "inline"]] as const) {
     const select = $(`#node-config-input-${id}`);
     if (Number(select.prop("selectedIndex")) < 0) select.val(fallback);
   }
@@ -74,7 +75,7 @@ export function oneditprepare(this: EditorNode): void {
   prepareTabs(() => dialog?.json.resize());
   $("#node-config-input-timeoutMs").spinner({ min: 1 });
   $("#node-config-input-maxQueued").spinner({ min: 1 });
-  if (node.maxQueued === undefined || node.maxQueued === "") $("#node-config-input-maxQueued").val(100000);
+  if (node.maxQueued === undefined || node.maxQueued === "") $("#node-config-input-maxQueued").val(DEFAULT_MAX_QUEUED);
   $("#node-config-input-leaseSeconds").spinner({ min: 1 });
   if (node.leaseSeconds === undefined || node.leaseSeconds === "") $("#node-config-input-leaseSeconds").val(10);
   prepareToggles(node, () => dialog?.json.resize());

@@ -33,6 +33,7 @@ export const capConfigValidators: Record<string, Validator> = {
   }),
   pgTable: check(function (v) { return sourceOf(this) === "postgres" ? pgTableProblem(v, t) : null; }),
   failMode: check((v) => oneOfProblem(v, ["open", "closed"], t)),
+  overloadMode: check((v) => oneOfProblem(v, ["closed", "open"], t)),
   timeoutMs: check((v) => timeoutProblem(v, t)),
   maxQueued: check((v) => maxQueuedProblem(v, t)),
   leaseSeconds: check((v) => leaseSecondsProblem(v, t)),
