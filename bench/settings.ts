@@ -19,7 +19,7 @@ export interface BenchSettings {
   databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
-  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `adpath` the check / record rows, `core` the Redis-cost rows, `totals` the total-cap rows, `throughput` the throughput-gate's rows beside the delay node, `statefile` the memory store's save */
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `campaign` the million-msg campaign rows, `adpath` the check / record rows, `core` the Redis-cost rows, `totals` the total-cap rows, `throughput` the throughput-gate's rows beside the delay node, `statefile` the memory store's save */
   only?: string[];
   /** msgs deferred and released per defer row (the gate row sends each of its recipients two, so twice this many in all) */
   deferMsgs: number;
@@ -29,6 +29,8 @@ export interface BenchSettings {
   bursts: number[];
   /** caps of the burst rows */
   burstCaps: number;
+  /** msgs of the campaign rows (BENCH_CAMPAIGN), even: each recipient gets two */
+  campaign: number;
   /** the largest recipient count of the core scale rows (one claim each) */
   coreMillion: number;
   /** total-cap rows: claims on one hot total cap per row (BENCH_TOTAL_SENDS) */
@@ -74,6 +76,7 @@ export function readSettings(): BenchSettings {
     deferConcurrency: whole("BENCH_DEFER_CONCURRENCY", 256, 1),
     bursts: sizes("BENCH_BURSTS", [10_000, 100_000]),
     burstCaps: whole("BENCH_BURST_CAPS", 3, 1),
+    campaign: whole("BENCH_CAMPAIGN", 1_000_000, 2),
     coreMillion: whole("BENCH_CORE_MILLION", 1_000_000, 1),
     totalSends: whole("BENCH_TOTAL_SENDS", 100_000, 1),
     ...(process.env.BENCH_SCENARIOS ? { only: process.env.BENCH_SCENARIOS.split(",").map((s) => s.trim()).filter((s) => s !== "") } : {}),

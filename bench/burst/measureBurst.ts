@@ -66,7 +66,7 @@ interface Sample {
 /**
  * What a split node does to a gate: every msg of the burst arrives in one
  * tick. The gate is deployed with the cap-config's defaults (timeoutMs 50,
- * maxQueued 100,000), as a flow author would leave them: a burst that fails
+ * maxQueued 1,500,000), as a flow author would leave them: a burst that fails
  * open or overflows shows in the row. Two unmeasured bursts of the same size
  * to other recipients go through the same gate first: the row measures a
  * Node-RED that has run the gate before (V8 has compiled its code), as the
