@@ -202,10 +202,12 @@ export interface AdmissionStore {
   state(): StoreState;
   onStateChange(listener: (state: StoreState) => void): () => void;
   /**
-   * A remote store before its first connection: settles once it is usable
-   * (rejects, not_ready, when it is not within its grace); undefined when it
-   * can take calls now. The send queue waits on it before a call's timeout
-   * starts: waiting for the first connection is not the call's round trip.
+   * A remote store that is not connected: settles once it is usable, or
+   * rejects (not_ready) when its grace for the first connection (counted from
+   * when it was opened) is over, at once when it is over or when the store
+   * had connected and is down; undefined when it can take calls now. The
+   * send queue waits on it before a call's timeout starts: waiting for the
+   * first connection is not the call's round trip.
    */
   whenUsable?(): Promise<void> | undefined;
   /**
