@@ -5,6 +5,7 @@ import throughputGate from "../../src/nodes/throughputGate";
 import { sleep, uniquePrefix } from "../support/redis";
 import { freePort } from "../support/ports";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
+import { RedisStore } from "../../src/core/stores/redisStore";
 
 /**
  * SPEC §9: "An unreachable store: the first verdict within 1.5 s, the next
@@ -215,4 +216,18 @@ describe("an unreachable store (SPEC §9): the first verdict within 1.5 s, the n
       }
     }
   }
+});
+
+describe("reconnecting to a store that was away a long while", () => {
+  it("tries one Redis and a cluster again at most 250 ms apart, however many attempts failed before", async () => {
+    for (const options of [{ url: `redis://127.0.0.1:${await freePort()}` }, { clusterNodes: [`127.0.0.1:${await freePort()}`] }]) {
+      const store = new RedisStore(options);
+      const client = store.client as unknown as { options: { retryStrategy?: (n: number) => number; clusterRetryStrategy?: (n: number) => number } };
+      const delay = client.options.clusterRetryStrategy ?? client.options.retryStrategy;
+      assert.ok(delay, `${store.kind}: a reconnect strategy`);
+      const delays = Array.from({ length: 200 }, (_, i) => delay(i + 1));
+      assert.ok(Math.max(...delays) <= 250, `${store.kind}: attempts up to ${Math.max(...delays)} ms apart`);
+      await store.close();
+    }
+  });
 });

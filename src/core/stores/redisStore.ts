@@ -83,7 +83,7 @@ function createClient(options: RedisStoreOptions): RedisClient {
   if (options.clusterNodes && options.clusterNodes.length > 0) {
     return new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions: connectionOptions(options.password),
-      clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+      clusterRetryStrategy: reconnectDelay,
       enableOfflineQueue: true,
       // a call over keys of a slot being moved is refused (TRYAGAIN) until all its keys are on one master: give up
       // at once rather than after ~0.7 s of retries, and let batch() send its items one by one (isMidMigration)
