@@ -52,6 +52,7 @@ export class StoreAccess {
         breaker: this.breaker,
         ...(options.onStoreCall ? { onCall: options.onStoreCall } : {}),
         ...(store.whenUsable ? { whenUsable: () => store.whenUsable?.() } : {}),
+        ...(store.heardAt ? { heardAt: () => store.heardAt?.() ?? -Infinity } : {}),
         onOverload: (max) => options.warn(`the send queue is full (${max} msgs, maxQueued): new msgs get reason "overloaded" and the fail mode (${options.failMode}) decides until it drains`),
       })
       : undefined;

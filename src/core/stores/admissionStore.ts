@@ -211,6 +211,15 @@ export interface AdmissionStore {
    */
   whenUsable?(): Promise<void> | undefined;
   /**
+   * A remote store: when this process last read anything from it, on every
+   * connection that owes an answer, on the wait clock (waitedMs; -Infinity:
+   * never). A sent call is timed out only after the store said nothing for
+   * the timeout while this process waited: one that answers the calls ahead
+   * of it is busy, not unwell (SPEC §9). A cluster also times each master's
+   * share of a call by that master alone.
+   */
+  heardAt?(): number;
+  /**
    * The store's clock now, ms with fractions (Redis TIME): a throughput-gate
    * reads it once at start, while its loop is idle. Only a store of one clock
    * (not a cluster, whose masters each have their own).

@@ -1,3 +1,4 @@
+import calculateSlot from "cluster-key-slot";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
@@ -5,6 +6,7 @@ import type {
 } from "./admissionStore";
 import { entryTail, RECORD_TOKEN } from "./counterEntry";
 import { FirstConnection } from "./firstConnection";
+import { HeardFrom } from "./heardFrom";
 import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
 import { clusterSeeds, quitRedis } from "./redisConnection";
@@ -42,9 +44,10 @@ export interface RedisStoreOptions {
   /** how long after the store is opened its calls wait for the first connection (then they fail, the fail mode deciding) */
   connectGraceMs?: number;
   /**
-   * cluster: how long one master's share of a batch may take before its items
-   * fail as timeouts on their own, the other masters' answers kept (set a little
-   * under the send timeout, so a stalled master does not time out the whole batch)
+   * cluster: how long one master may deliver nothing before its share of a
+   * batch fails as timeouts on its own, the other masters' answers kept (set
+   * a little under the send timeout, so a stalled master does not time out
+   * the whole batch, whose timeout hears every master)
    */
   slotDeadlineMs?: number;
   onError?: (err: Error) => void;
@@ -374,6 +377,7 @@ export class RedisStore implements AdmissionStore {
   readonly client: RedisClient;
   private readonly stateHolder = new StateHolder("connecting");
   private readonly firstConnection: FirstConnection;
+  private readonly heard = new HeardFrom();
   private everReady = false;
   private closing = false;
 
@@ -392,6 +396,9 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateQuota", { lua: luaScript("quota") });
     this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
     this.firstConnection = new FirstConnection(options.connectGraceMs ?? CONNECT_GRACE_MS, (ready) => this.client.once("ready", ready));
+    // a cluster's masters one by one, as `slots` names them (host:port): a call to one is timed by that master's silence
+    if (this.client instanceof Cluster) this.client.on("+node", (node: Redis) => this.heard.watch(node, `${node.options.host}:${node.options.port}`));
+    else this.heard.watch(this.client);
     this.client.on("ready", () => {
       this.everReady = true;
       this.stateHolder.set("ready");
@@ -522,13 +529,14 @@ export class RedisStore implements AdmissionStore {
     if (connecting) await connecting;
     const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => slotKeyOf(script, item)) : [items.map((_, i) => i)];
     const out = new Array<Settled<O>>(items.length);
-    // one master stalled must not time out the others' answers: each slot's call has its own deadline
-    const deadline = groups.length > 1 ? this.slotDeadlineMs : undefined;
+    // one master stalled must not time out the others' answers, nor the others' answers keep its calls waiting: each
+    // slot's call has its own deadline, counted by its master's silence
+    const deadline = this.kind === "redis-cluster" ? this.slotDeadlineMs : undefined;
     const call = async (indexes: readonly number[]): Promise<void> => {
       const group = indexes.map((i) => items[i] as I);
       const keys = keysOf(script, group);
       const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
-      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline));
+      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline, () => this.masterHeardAt(keys[0] as string)));
       script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
     };
     await Promise.all(groups.map(async (indexes) => {
@@ -551,6 +559,16 @@ export class RedisStore implements AdmissionStore {
   clockMs(): Promise<number> {
     if (this.kind !== "redis") return Promise.reject(new Error("a cluster's masters each have their own clock"));
     return (this.client as Redis).time().then(([seconds, micros]) => Number(seconds) * 1000 + Number(micros) / 1000);
+  }
+
+  heardAt(): number {
+    return this.heard.store();
+  }
+
+  /** When the master that holds `key`'s slot last delivered anything, on the wait clock (-Infinity: no such master known, or never). */
+  private masterHeardAt(key: string): number {
+    const master = (this.client as Cluster).slots[calculateSlot(key)]?.[0];
+    return master === undefined ? -Infinity : this.heard.of(master);
   }
 
   whenUsable(): Promise<void> | undefined {
