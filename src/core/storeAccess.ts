@@ -56,6 +56,7 @@ export class StoreAccess {
         breaker: this.breaker,
         ...(options.onStoreCall ? { onCall: options.onStoreCall } : {}),
         ...(store.whenUsable ? { whenUsable: () => store.whenUsable?.() } : {}),
+        ...(store.heardAt ? { heardAt: () => store.heardAt?.() ?? -Infinity } : {}),
         onOverload: (max) => options.warn(this.overloadMode === "open"
           ? `the send queue is full (${max} msgs, maxQueued): new msgs go on with reason "overloaded", past their caps, until it drains (overload mode open)`
           : `the send queue is full (${max} msgs, maxQueued): new msgs go to Catch, to be retried, until it drains (overload mode closed)`),

@@ -49,7 +49,7 @@ export class LifecycleStore {
   /** the killed servers started again, with what their append-only files kept */
   async restart(): Promise<void> {
     await this.redis?.start();
-    await this.cluster?.restart();
+    await this.cluster?.revive();
   }
 
   /** cap-config fields that put it on this store, with every other setting at its default */

@@ -39,6 +39,16 @@ export class OwnRedis {
     await exited;
   }
 
+  /** Stops the server's process where it is (SIGSTOP): its connections stay open and nothing is answered, as on a hung host. */
+  pause(): void {
+    this.child?.kill("SIGSTOP");
+  }
+
+  /** Lets a paused server run again (SIGCONT): it answers what it was sent meanwhile. */
+  resume(): void {
+    this.child?.kill("SIGCONT");
+  }
+
   cleanUp(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -75,36 +85,58 @@ export class OwnRedisCluster {
     return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(",");
   }
 
+  /**
+   * Picks the nodes' ports without starting them: a cap-config can be
+   * deployed on the seeds of a cluster that is not there yet (start() then
+   * creates it on these ports).
+   */
+  async reserve(): Promise<string> {
+    if (this.nodes.length === 0) {
+      const ports = await freeClusterPorts(this.masters * (1 + this.replicas));
+      this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, ...this.extraArgs]));
+    }
+    return this.seeds;
+  }
+
   async start(): Promise<void> {
-    const ports = await freeClusterPorts(this.masters * (1 + this.replicas));
-    this.nodes = ports.map((port) => new OwnRedis(port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, ...this.extraArgs]));
+    await this.reserve();
     await Promise.all(this.nodes.map((n) => n.start()));
     await run("redis-cli", ["--cluster", "create", ...this.nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", String(this.replicas), "--cluster-yes"]);
-    await this.whole();
+    await this.untilOk(100);
+  }
+
+  /** Kills every node (kill -9) and keeps their ports and nodes.conf: revive() brings the same cluster back. */
+  async kill(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+
+  /** Starts the killed nodes again (their slots read back from nodes.conf) and waits until the cluster is ok. */
+  async revive(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.start()));
+    await this.untilOk(20);
+  }
+
+  /** Pauses every node (SIGSTOP): the whole cluster hangs, its connections open. */
+  pause(): void {
+    for (const n of this.nodes) n.pause();
+  }
+
+  resume(): void {
+    for (const n of this.nodes) n.resume();
+  }
+
+  /** Polls every `everyMs` until each node says cluster_state:ok (10 s at most). */
+  private async untilOk(everyMs: number): Promise<void> {
+    for (const started = Date.now(); Date.now() - started < 10_000;) {
+      const infos = await Promise.all(this.nodes.map(async (n) => (await run("redis-cli", ["-p", String(n.port), "cluster", "info"])).stdout));
+      if (infos.every((info) => info.includes("cluster_state:ok"))) return;
+      await sleep(everyMs);
+    }
+    throw new Error("redis cluster did not reach cluster_state:ok");
   }
 
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.stop()));
     for (const n of this.nodes) n.cleanUp();
-  }
-
-  /** Kills every node (kill -9), keeping their files: `restart` brings the same cluster back (its data too, with an AOF). */
-  async kill(): Promise<void> {
-    await Promise.all(this.nodes.map((n) => n.stop()));
-  }
-
-  /** Starts the killed nodes again on their ports and waits until the cluster is whole. */
-  async restart(): Promise<void> {
-    await Promise.all(this.nodes.map((n) => n.start()));
-    await this.whole();
-  }
-
-  private async whole(): Promise<void> {
-    for (let i = 0; i < 200; i++) {
-      const infos = await Promise.all(this.nodes.map(async (n) => (await run("redis-cli", ["-p", String(n.port), "cluster", "info"])).stdout));
-      if (infos.every((info) => info.includes("cluster_state:ok"))) return;
-      await sleep(100);
-    }
-    throw new Error("redis cluster did not reach cluster_state:ok");
   }
 }

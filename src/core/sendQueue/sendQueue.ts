@@ -26,7 +26,7 @@ export interface SendQueueOptions {
   maxInFlight: number;
   /** most items in one batch (batches shrink below it while the store answers slowly) */
   maxBatch: number;
-  /** a sent call's timeout, measured from when it is sent */
+  /** a sent call's timeout: how long its connection may deliver nothing while this process waits, once it is sent (roundTrip) */
   timeoutMs: number;
   breaker: CircuitBreaker;
   /** the first refusal of an overload episode (it ends when the queue has drained) */
@@ -35,6 +35,8 @@ export interface SendQueueOptions {
   onCall?: (call: StoreCall) => void;
   /** the store before its first connection: what to wait on before a call's timeout starts (AdmissionStore.whenUsable) */
   whenUsable?: () => Promise<void> | undefined;
+  /** when the store last delivered anything, on the wait clock (AdmissionStore.heardAt): a call waiting behind others it answers is not timed out */
+  heardAt?: () => number;
 }
 
 /** One store call the queue sent (SPEC §9: its own round trip, never the wait in the queue). */
@@ -72,8 +74,9 @@ interface Waiting {
  * here, and only `maxInFlight` batches are at the store at once. An item that
  * finds the store idle goes at once; items that wait together (behind a call
  * in flight, or in one tick) go together: one call per lane answers the whole batch, so a
- * burst of any size costs a few round trips, and `timeoutMs` counts only a
- * call's own round trip, never the wait in the queue. Items leave in the
+ * burst of any size costs a few round trips, and `timeoutMs` counts only the
+ * store's silence once a call is sent, never the wait in the queue nor the
+ * wait behind earlier calls the store is answering. Items leave in the
  * order they came, and a lane answers a batch in its order, so the sends of
  * one recipient are judged in arrival order.
  */
@@ -293,7 +296,7 @@ export class SendQueue implements Backlog {
         // answered after the await below, not in this flush (answerLater)
         running = Promise.reject(err);
       }
-      const results = await roundTrip(running, lane.timeoutMs ?? this.options.timeoutMs);
+      const results = await roundTrip(running, lane.timeoutMs ?? this.options.timeoutMs, this.options.heardAt);
       const ms = performance.now() - sentAt;
       this.paced(group.length, ms);
       let fault: StoreUnavailableError | undefined;

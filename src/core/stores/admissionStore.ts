@@ -202,12 +202,23 @@ export interface AdmissionStore {
   state(): StoreState;
   onStateChange(listener: (state: StoreState) => void): () => void;
   /**
-   * A remote store before its first connection: settles once it is usable
-   * (rejects, not_ready, when it is not within its grace); undefined when it
-   * can take calls now. The send queue waits on it before a call's timeout
-   * starts: waiting for the first connection is not the call's round trip.
+   * A remote store that is not connected: settles once it is usable, or
+   * rejects (not_ready) when its grace for the first connection (counted from
+   * when it was opened) is over, at once when it is over or when the store
+   * had connected and is down; undefined when it can take calls now. The
+   * send queue waits on it before a call's timeout starts: waiting for the
+   * first connection is not the call's round trip.
    */
   whenUsable?(): Promise<void> | undefined;
+  /**
+   * A remote store: when this process last read anything from it, on every
+   * connection that owes an answer, on the wait clock (waitedMs; -Infinity:
+   * never). A sent call is timed out only after the store said nothing for
+   * the timeout while this process waited: one that answers the calls ahead
+   * of it is busy, not unwell (SPEC §9). A cluster also times each master's
+   * share of a call by that master alone.
+   */
+  heardAt?(): number;
   /**
    * The store's clock now, ms with fractions (Redis TIME): a throughput-gate
    * reads it once at start, while its loop is idle. Only a store of one clock

@@ -1,9 +1,12 @@
+import calculateSlot from "cluster-key-slot";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
   AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
 import { entryTail, RECORD_TOKEN } from "./counterEntry";
+import { FirstConnection } from "./firstConnection";
+import { HeardFrom } from "./heardFrom";
 import { StateHolder } from "./stateEmitter";
 import { luaScript } from "./luaScripts";
 import { clusterSeeds, quitRedis } from "./redisConnection";
@@ -38,18 +41,35 @@ export interface RedisStoreOptions {
   /** cluster seed nodes, `host:port` */
   clusterNodes?: string[];
   password?: string;
-  /** how long the first connection may take before sends are judged without it */
+  /** how long after the store is opened its calls wait for the first connection (then they fail, the fail mode deciding) */
   connectGraceMs?: number;
   /**
-   * cluster: how long one master's share of a batch may take before its items
-   * fail as timeouts on their own, the other masters' answers kept (set a little
-   * under the send timeout, so a stalled master does not time out the whole batch)
+   * cluster: how long one master may deliver nothing before its share of a
+   * batch fails as timeouts on its own, the other masters' answers kept (set
+   * a little under the send timeout, so a stalled master does not time out
+   * the whole batch, whose timeout hears every master)
    */
   slotDeadlineMs?: number;
   onError?: (err: Error) => void;
 }
 
 const NEVER_FREES = -2;
+
+/**
+ * the wait for the first connection: calls made in the store's first second
+ * wait for it, later ones fail at once until it connects, so the first
+ * verdict on a store that is not there comes within SPEC §9's 1.5 s
+ */
+const CONNECT_GRACE_MS = 1000;
+
+/**
+ * The wait between attempts to reconnect, one Redis or a cluster: at most a
+ * quarter second, so real verdicts are back well within a second of the store
+ * returning, however long it was away (SPEC §9), without a redeploy.
+ */
+function reconnectDelay(attempt: number): number {
+  return Math.min(50 * attempt, 250);
+}
 
 function connectionOptions(password: string | undefined): RedisOptions {
   return {
@@ -58,8 +78,7 @@ function connectionOptions(password: string | undefined): RedisOptions {
     maxRetriesPerRequest: 0,
     enableOfflineQueue: true,
     connectTimeout: 2000,
-    // back within a quarter second of Redis returning: a gate recovers by itself, without a redeploy
-    retryStrategy: (times: number) => Math.min(50 * times, 250),
+    retryStrategy: reconnectDelay,
   };
 }
 
@@ -67,7 +86,7 @@ function createClient(options: RedisStoreOptions): RedisClient {
   if (options.clusterNodes && options.clusterNodes.length > 0) {
     return new Cluster(clusterSeeds(options.clusterNodes), {
       redisOptions: connectionOptions(options.password),
-      clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+      clusterRetryStrategy: reconnectDelay,
       enableOfflineQueue: true,
       // a call over keys of a slot being moved is refused (TRYAGAIN) until all its keys are on one master: give up
       // at once rather than after ~0.7 s of retries, and let batch() send its items one by one (isMidMigration)
@@ -357,14 +376,13 @@ export class RedisStore implements AdmissionStore {
   readonly batching: { maxBatch: number; maxInFlight: number };
   readonly client: RedisClient;
   private readonly stateHolder = new StateHolder("connecting");
-  private readonly firstReady: Promise<void>;
-  private readonly connectGraceMs: number;
+  private readonly firstConnection: FirstConnection;
+  private readonly heard = new HeardFrom();
   private everReady = false;
   private closing = false;
 
   constructor(options: RedisStoreOptions = {}) {
     this.kind = options.clusterNodes && options.clusterNodes.length > 0 ? "redis-cluster" : "redis";
-    this.connectGraceMs = options.connectGraceMs ?? 3000;
     this.slotDeadlineMs = options.slotDeadlineMs;
     this.batching = BATCHING[this.kind];
     this.client = createClient(options);
@@ -377,7 +395,10 @@ export class RedisStore implements AdmissionStore {
     this.client.defineCommand("sendgateGcraRefund", { lua: luaScript("gcra_refund") });
     this.client.defineCommand("sendgateQuota", { lua: luaScript("quota") });
     this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
-    this.firstReady = new Promise((resolve) => this.client.once("ready", () => resolve()));
+    this.firstConnection = new FirstConnection(options.connectGraceMs ?? CONNECT_GRACE_MS, (ready) => this.client.once("ready", ready));
+    // a cluster's masters one by one, as `slots` names them (host:port): a call to one is timed by that master's silence
+    if (this.client instanceof Cluster) this.client.on("+node", (node: Redis) => this.heard.watch(node, `${node.options.host}:${node.options.port}`));
+    else this.heard.watch(this.client);
     this.client.on("ready", () => {
       this.everReady = true;
       this.stateHolder.set("ready");
@@ -486,6 +507,7 @@ export class RedisStore implements AdmissionStore {
   /** Resolves once the socket is closed, not merely when QUIT was answered. */
   async close(): Promise<void> {
     this.closing = true;
+    this.firstConnection.close();
     await quitRedis(this.client);
   }
 
@@ -507,13 +529,14 @@ export class RedisStore implements AdmissionStore {
     if (connecting) await connecting;
     const groups = this.kind === "redis-cluster" ? bySlot(items, (item) => slotKeyOf(script, item)) : [items.map((_, i) => i)];
     const out = new Array<Settled<O>>(items.length);
-    // one master stalled must not time out the others' answers: each slot's call has its own deadline
-    const deadline = groups.length > 1 ? this.slotDeadlineMs : undefined;
+    // one master stalled must not time out the others' answers, nor the others' answers keep its calls waiting: each
+    // slot's call has its own deadline, counted by its master's silence
+    const deadline = this.kind === "redis-cluster" ? this.slotDeadlineMs : undefined;
     const call = async (indexes: readonly number[]): Promise<void> => {
       const group = indexes.map((i) => items[i] as I);
       const keys = keysOf(script, group);
       const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
-      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline));
+      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline, () => this.masterHeardAt(keys[0] as string)));
       script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
     };
     await Promise.all(groups.map(async (indexes) => {
@@ -538,20 +561,21 @@ export class RedisStore implements AdmissionStore {
     return (this.client as Redis).time().then(([seconds, micros]) => Number(seconds) * 1000 + Number(micros) / 1000);
   }
 
-  whenUsable(): Promise<void> | undefined {
-    return this.stateHolder.get() === "ready" ? undefined : this.usable();
+  heardAt(): number {
+    return this.heard.store();
   }
 
-  /** Waits for the first connection (bounded); afterwards a down store fails at once. */
-  private async usable(): Promise<void> {
-    if (this.stateHolder.get() === "ready") return;
-    if (this.everReady) throw new StoreUnavailableError("not_ready", `redis store is ${this.stateHolder.get()}`);
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<"late">((resolve) => {
-      timer = setTimeout(() => resolve("late"), this.connectGraceMs);
-    });
-    const first = await Promise.race([this.firstReady.then(() => "ready" as const), grace]);
-    clearTimeout(timer);
-    if (first === "late") throw new StoreUnavailableError("not_ready", "redis store has not connected yet");
+  /** When the master that holds `key`'s slot last delivered anything, on the wait clock (-Infinity: no such master known, or never). */
+  private masterHeardAt(key: string): number {
+    const master = (this.client as Cluster).slots[calculateSlot(key)]?.[0];
+    return master === undefined ? -Infinity : this.heard.of(master);
+  }
+
+  whenUsable(): Promise<void> | undefined {
+    const state = this.stateHolder.get();
+    if (state === "ready") return undefined;
+    // connected once and down now: nothing to wait for, the call fails at once (the breaker opens, the fail mode decides)
+    if (this.everReady) return Promise.reject(new StoreUnavailableError("not_ready", `redis store is ${state}`));
+    return this.firstConnection.wait();
   }
 }
