@@ -1,5 +1,7 @@
 import Redis from "ioredis";
-import { DeferPoller, RedisDeferQueue, type DeferInput, type DeferQueue, type DeferredMsg } from "../../src/core/defer";
+import { DeferPoller } from "../../src/core/defer/deferPoller";
+import { RedisDeferQueue } from "../../src/core/defer/redisDeferQueue";
+import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/defer/deferQueue";
 import { CHANNEL } from "../scenarios";
 import type { DeferRow } from "../report/deferTable";
 

@@ -1,6 +1,6 @@
 import type { NodeMessage } from "node-red";
 import { deferredSince, type Admission } from "../core/admission";
-import type { DeferredMsg } from "../core/defer";
+import type { DeferredMsg } from "../core/defer/deferQueue";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../core/deferral/deferralAdmission";
 import type { ReleaseHandler } from "../core/deferral/deferrals";
 import { heldMsgId, releaseId } from "../core/deferral/deferralIds";

@@ -1,6 +1,6 @@
 import type { Node, NodeAPI, NodeMessage } from "node-red";
 import type { Admission } from "../core/admission";
-import type { DeferInput, DeferredMsg } from "../core/defer";
+import type { DeferInput, DeferredMsg } from "../core/defer/deferQueue";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import type { Deferrals } from "../core/deferral/deferrals";
 import { parkedMsgId, releaseId } from "../core/deferral/deferralIds";

@@ -2,7 +2,7 @@ import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, quietAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import { HeldOrder } from "../core/deferral/heldOrder";
-import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours";
+import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours/quietWindow";
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { Gate, type Turn } from "./gate/gate";

@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage } from "node-red";
 import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
-import type { DeferInput, DeferredMsg } from "../core/defer";
+import type { DeferInput, DeferredMsg } from "../core/defer/deferQueue";
 import { heldJson } from "../core/defer/deferQueue";
 import { expiredAdmission } from "../core/deferral/deferralAdmission";
 import { pacedMsgId, pacedReleaseId, releaseId } from "../core/deferral/deferralIds";

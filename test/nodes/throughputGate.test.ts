@@ -9,7 +9,7 @@ import { useUserDir } from "../support/userDir";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { DeferredMsg } from "../../src/core/defer";
+import type { DeferredMsg } from "../../src/core/defer/deferQueue";
 import { releaseId } from "../../src/core/deferral/deferralIds";
 
 const nodes = [...gateNodes, throughputGate];

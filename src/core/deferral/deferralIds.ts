@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../sha256";
-import type { DeferredMsg } from "../defer";
+import type { DeferredMsg } from "../defer/deferQueue";
 
 function sha256(parts: readonly (string | number)[]): string {
   // JSON keeps the parts apart whatever they contain ("a|b" + "c" is not "a" + "b|c")

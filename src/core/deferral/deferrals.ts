@@ -1,5 +1,8 @@
-import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg, GateRegistry } from "../defer";
-import { ackReleased, BEAT_MS, DeferPoller } from "../defer";
+import type { DeferInput, DeferItem, DeferQueue, DeferResult, DeferredMsg } from "../defer/deferQueue";
+import type { GateRegistry } from "../defer/gateRegistry";
+import { ackReleased } from "../defer/ackReleased";
+import { BEAT_MS } from "../defer/gateRegistry";
+import { DeferPoller } from "../defer/deferPoller";
 import type { Lane } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../storeAccess";
 import { SendFieldError, StoreUnavailableError } from "../errors";

@@ -1,6 +1,6 @@
 import type { Node, NodeAPI, NodeMessageInFlow } from "node-red";
 import { DRAIN_MS, type CapService } from "../../core/capService";
-import type { DeferredMsg } from "../../core/defer";
+import type { DeferredMsg } from "../../core/defer/deferQueue";
 import type { ReleaseHandler } from "../../core/deferral/deferrals";
 import type { GateCounts } from "../../core/metrics/gateCounts";
 import { OutputOrder } from "../../core/outputOrder";

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { seededRandom } from "../../../bench/load/random";
-import { QuietHoursError, parseQuietWindow, quietUntil, releaseAt } from "../../../src/core/quietHours";
+import { QuietHoursError } from "../../../src/core/quietHours/errors";
+import { parseQuietWindow, quietUntil } from "../../../src/core/quietHours/quietWindow";
+import { releaseAt } from "../../../src/core/quietHours/jitter";
 
 // the bench's seeded PRNG: the spread below is the same on every run
 const seeded = seededRandom;

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  QuietHoursError, QuietWindow, isQuiet, nextQuietStart, parseQuietWindow, quietUntil,
-} from "../../../src/core/quietHours";
+import { QuietHoursError } from "../../../src/core/quietHours/errors";
+import { QuietWindow, isQuiet, nextQuietStart, parseQuietWindow, quietUntil } from "../../../src/core/quietHours/quietWindow";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const ALL_DAYS = [0, 1, 2, 3, 4, 5, 6];

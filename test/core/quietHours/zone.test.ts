@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  QuietHoursError, checkTimeZone, localParts, offsetMs, zonedTimeToInstant,
-} from "../../../src/core/quietHours";
+import { QuietHoursError } from "../../../src/core/quietHours/errors";
+import { checkTimeZone, localParts, offsetMs, zonedTimeToInstant } from "../../../src/core/quietHours/zone";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const NY = "America/New_York";
