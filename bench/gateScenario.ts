@@ -1,4 +1,4 @@
-import type { PostgresRules } from "../src/core/pgRules/postgresRules";
+import type { PostgresRules } from "../src/postgres/postgresRules";
 import type { CapConfigNode } from "../src/nodes/capConfig";
 import { collectGarbage } from "../test/support/gc";
 import { drive } from "./load/driver";

@@ -1,1 +1,1 @@
-module.exports = require("../dist/src/nodes/admissionPlugin").default;
+module.exports = require("../dist/src/nodes/admissionSidebar").default;

@@ -5,7 +5,7 @@ import { COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../src/core/sc
 import { lookup } from "../src/core/schema/messages";
 import type { RuleProblemCode } from "../src/core/schema/ruleProblems";
 import { WINDOW_UNITS } from "../src/editor/model/ruleRows";
-import { SEND_FIELDS } from "../src/nodes/sendReader";
+import { SEND_FIELDS } from "../src/nodes/gate/sendReader";
 import { ROOT } from "./support/nodeRedProcess";
 
 const LOCALES = join(ROOT, "nodes", "locales", "en-US");

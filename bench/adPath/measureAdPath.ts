@@ -1,6 +1,6 @@
 import type { Node } from "node-red";
 import type Redis from "ioredis";
-import { luaScript } from "../../src/core/stores/luaScripts";
+import { luaScript } from "../../src/redis/scripts";
 import type { Completions } from "../load/completions";
 import { drive, type MsgFeed } from "../load/driver";
 import type { BenchMsg } from "../load/msgSource";

@@ -1,11 +1,11 @@
 import Redis from "ioredis";
-import { DeferPoller } from "../../src/core/defer/deferPoller";
-import { RedisDeferQueue } from "../../src/core/defer/redisDeferQueue";
-import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/defer/deferQueue";
+import { DeferPoller } from "../../src/core/hold/poller";
+import { RedisDeferQueue } from "../../src/redis/redisHeldQueue";
+import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/hold/heldQueue";
 import { CHANNEL } from "../scenarios";
 import type { DeferRow } from "../report/deferTable";
 
-import { DEFER_POLLING } from "../../src/core/deferral/deferrals";
+import { DEFER_POLLING } from "../../src/core/hold/deferrals";
 
 /** The cap-config's poller settings */
 const { batch: BATCH, leaseMs: LEASE_MS, idleMs: IDLE_MS } = DEFER_POLLING;

@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { luaScript } from "../../src/core/stores/luaScripts";
+import { luaScript } from "../../src/redis/scripts";
 
 /** SCRIPT LOADs lua/claim.lua (the very file the Redis store defines) and returns its SHA. */
 export async function loadClaimScript(client: Redis): Promise<string> {

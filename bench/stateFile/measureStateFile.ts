@@ -1,9 +1,9 @@
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MemoryStore } from "../../src/core/stores/memoryStore";
-import { MemoryStateFile } from "../../src/core/stores/memoryStateFile";
-import { MemoryDeferStore } from "../../src/core/defer/memoryDeferStore";
+import { MemoryStore } from "../../src/core/store/memoryStore";
+import { MemoryStateFile } from "../../src/core/store/memoryStateFile";
+import { MemoryDeferStore } from "../../src/core/hold/memoryHeldQueues";
 import { renderTable, whole, ms } from "../report/markdown";
 
 /** One way of saving a memory store of `recipients` recipients: how long it took, and the longest the event loop stood still meanwhile. */

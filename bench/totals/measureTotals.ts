@@ -1,8 +1,8 @@
 import Redis from "ioredis";
 import { CapService } from "../../src/core/capService";
-import { totalCounterKey } from "../../src/core/keys";
+import { totalCounterKey } from "../../src/core/caps/keys";
 import { parseSend } from "../../src/core/send";
-import { luaScript } from "../../src/core/stores/luaScripts";
+import { luaScript } from "../../src/redis/scripts";
 import { OwnRedis } from "../../test/support/redisServer";
 
 /** One way of claiming sends against one hot total cap. */

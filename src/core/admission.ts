@@ -1,9 +1,9 @@
-import type { ApplicableCap } from "./applicableCaps";
-import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal, type TotalTaken } from "./capEngine";
+import type { ApplicableCap } from "./caps/applicableCaps";
+import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal, type TotalTaken } from "./caps/capEngine";
 import type { StoreUnavailableError } from "./errors";
 import { namesRecord } from "./ownKeys";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";
-import type { CounterOutcome } from "./stores/admissionStore";
+import type { CounterOutcome } from "./store/admissionStore";
 
 export type AdmissionStatus = "allowed" | "skipped" | "deferred";
 export type AdmissionReason =

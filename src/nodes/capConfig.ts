@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { registerCapRoutes } from "./adminApi/capRoutes";
 import { registerMetricsRoutes } from "./adminApi/metricsRoutes";
-import { AdmissionFeed } from "./admissionFeed";
+import { AdmissionFeed } from "./sidebar/admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
 import { CapService } from "../core/capService";
 import type { RawCapSettings } from "../core/capSettings";

@@ -1,15 +1,15 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, quietAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
-import { HeldOrder } from "../core/deferral/heldOrder";
+import { HeldOrder } from "../core/hold/heldOrder";
 import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours/quietWindow";
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./capConfig";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting, secondsSetting } from "./gate/settings";
-import { holdOrExpire } from "./holding";
-import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
+import { holdOrExpire } from "./gate/holding";
+import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";
+import { SEND_FIELDS, SendReader, type FieldProps } from "./gate/sendReader";
 
 const GATE = "quiet-hours-gate";
 

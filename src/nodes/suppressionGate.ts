@@ -6,8 +6,8 @@ import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./capConfig";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting } from "./gate/settings";
-import { prepareRefusal, type AdmittedMsg } from "./refusal";
-import { SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
+import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";
+import { SEND_FIELDS, SendReader, type FieldProps } from "./gate/sendReader";
 
 const GATE = "suppression-gate";
 const CONTROL_TOPICS = ["suppress", "unsuppress"];

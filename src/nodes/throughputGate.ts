@@ -1,10 +1,10 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage } from "node-red";
 import { failReason, type Admission } from "../core/admission";
 import type { CapService } from "../core/capService";
-import type { DeferInput, DeferredMsg } from "../core/defer/deferQueue";
-import { heldJson } from "../core/defer/deferQueue";
-import { expiredAdmission } from "../core/deferral/deferralAdmission";
-import { pacedMsgId, pacedReleaseId, releaseId } from "../core/deferral/deferralIds";
+import type { DeferInput, DeferredMsg } from "../core/hold/heldQueue";
+import { heldJson } from "../core/hold/heldQueue";
+import { expiredAdmission } from "../core/hold/heldAdmission";
+import { pacedMsgId, pacedReleaseId, releaseId } from "../core/hold/heldIds";
 import { SendFieldError, StoreUnavailableError } from "../core/errors";
 import { sha256Hex } from "../core/sha256";
 import { boundedText, parseSend, readChannel, sendOrg, type Send } from "../core/send";
@@ -18,10 +18,10 @@ import { ceilingKey, ceilingLabel, type CeilingScope } from "../core/throughput/
 import { Gate, type Turn } from "./gate/gate";
 import type { Outputs } from "./gate/outputs";
 import { httpResponseSetting, secondsSetting } from "./gate/settings";
-import { queuedForm, storedMsg } from "./holding";
-import { ABSENT_GATE_KEEP_MS, type Whose } from "./parking";
-import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
-import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./sendReader";
+import { queuedForm, storedMsg } from "./gate/holding";
+import { ABSENT_GATE_KEEP_MS, type Whose } from "./gate/parking";
+import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./gate/refusal";
+import { fieldReader, SEND_FIELDS, SendReader, type FieldProps } from "./gate/sendReader";
 
 const GATE = "throughput-gate";
 

@@ -1,7 +1,7 @@
 import { markValue } from "../../src/core/suppression/markValue";
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { AdmissionStore, ClaimOutcome, CounterSpec, ReleaseAnswer, Settled, ThroughputOutcome } from "../../src/core/stores/admissionStore";
+import type { AdmissionStore, ClaimOutcome, CounterSpec, ReleaseAnswer, Settled, ThroughputOutcome } from "../../src/core/store/admissionStore";
 import { gcraLimit } from "../../src/core/throughput/gcra";
 import { ceilingKey } from "../../src/core/throughput/throughputKeys";
 import { sleep, uniquePrefix } from "../support/redis";

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { AdmissionStore, Settled } from "../../src/core/stores/admissionStore";
-import { totalCounterKey } from "../../src/core/keys";
-import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
-import { MemoryStore } from "../../src/core/stores/memoryStore";
-import type { RedisStore } from "../../src/core/stores/redisStore";
+import type { AdmissionStore, Settled } from "../../src/core/store/admissionStore";
+import { totalCounterKey } from "../../src/core/caps/keys";
+import type { GiveBack, QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/caps/totals/quotaStep";
+import { MemoryStore } from "../../src/core/store/memoryStore";
+import type { RedisStore } from "../../src/redis/redisStore";
 import { clearOfPeriodEnd } from "../support/calendarClock";
 import { sleep, uniquePrefix } from "../support/redis";
 

@@ -1,5 +1,5 @@
-import { MemoryStore } from "../../src/core/stores/memoryStore";
-import { RedisStore } from "../../src/core/stores/redisStore";
+import { MemoryStore } from "../../src/core/store/memoryStore";
+import { RedisStore } from "../../src/redis/redisStore";
 import { dropPrefix, REDIS_URL, redisClient } from "../support/redis";
 import { OwnRedisCluster } from "../support/redisServer";
 import { counterStoreConformance } from "./counterStoreConformance";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { applicableCaps } from "../../src/core/applicableCaps";
+import { applicableCaps } from "../../src/core/caps/applicableCaps";
 import { parseSend, type RawSend } from "../../src/core/send";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";
 import { validateRules } from "../../src/core/schema/validateRules";

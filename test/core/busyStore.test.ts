@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import calculateSlot from "cluster-key-slot";
 import Redis, { type Cluster } from "ioredis";
 import { StoreUnavailableError } from "../../src/core/errors";
-import { StoreAccess } from "../../src/core/storeAccess";
-import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
-import { RedisStore } from "../../src/core/stores/redisStore";
+import { StoreAccess } from "../../src/core/store/storeAccess";
+import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
+import { RedisStore } from "../../src/redis/redisStore";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { applicableCaps } from "../../src/core/applicableCaps";
-import { calendarPeriod } from "../../src/core/calendarPeriod";
+import { applicableCaps } from "../../src/core/caps/applicableCaps";
+import { calendarPeriod } from "../../src/core/caps/calendarPeriod";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";
 import { validateRules } from "../../src/core/schema/validateRules";
 import { parseSend } from "../../src/core/send";

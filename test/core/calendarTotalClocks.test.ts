@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { CapEngine, type CapDecision } from "../../src/core/capEngine";
-import { totalCounterKey } from "../../src/core/keys";
+import { CapEngine, type CapDecision } from "../../src/core/caps/capEngine";
+import { totalCounterKey } from "../../src/core/caps/keys";
 import { emptyRecord } from "../../src/core/ownKeys";
-import { withDefaults, type CapRuleInput } from "../../src/core/rules";
+import { withDefaults, type CapRuleInput } from "../../src/core/rules/rules";
 import type { Send } from "../../src/core/send";
-import { StoreAccess } from "../../src/core/storeAccess";
-import type { AdmissionStore } from "../../src/core/stores/admissionStore";
-import { MemoryStore } from "../../src/core/stores/memoryStore";
-import { RedisStore } from "../../src/core/stores/redisStore";
+import { StoreAccess } from "../../src/core/store/storeAccess";
+import type { AdmissionStore } from "../../src/core/store/admissionStore";
+import { MemoryStore } from "../../src/core/store/memoryStore";
+import { RedisStore } from "../../src/redis/redisStore";
 import { clearOfPeriodEnd } from "../support/calendarClock";
 import { dropPrefix, REDIS_URL, redisClient, uniquePrefix } from "../support/redis";
 

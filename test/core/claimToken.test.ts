@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { claimToken } from "../../src/core/stores/counterEntry";
+import { claimToken } from "../../src/core/store/counterEntry";
 
 describe("claim attempt tokens", () => {
   it("never gives two attempts of one process the same token within 65,535 claims (two copies of one msg in flight must tell their entries apart)", () => {

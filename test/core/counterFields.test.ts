@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { CounterFieldCache } from "../../src/core/counterFields";
-import { capCounterField } from "../../src/core/keys";
+import { CounterFieldCache } from "../../src/core/caps/counterFields";
+import { capCounterField } from "../../src/core/caps/keys";
 import { namesRecord } from "../../src/core/ownKeys";
-import { withDefaults } from "../../src/core/rules";
+import { withDefaults } from "../../src/core/rules/rules";
 
 function attributes(values: Record<string, string>): Record<string, string> {
   const record = namesRecord<string>();

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { capAdmission, type Admission } from "../../src/core/admission";
 import { StoreUnavailableError } from "../../src/core/errors";
-import { heldAdmission } from "../../src/core/deferral/deferralAdmission";
-import { MemoryDeferQueue } from "../../src/core/defer/memoryDeferQueue";
+import { heldAdmission } from "../../src/core/hold/heldAdmission";
+import { MemoryDeferQueue } from "../../src/core/hold/memoryHeldQueue";
 import { validateRules } from "../../src/core/schema/validateRules";
 
 const ctx = { gate: "frequency-cap-gate", configId: "cfg", storeKind: "redis", channel: "sms", now: new Date() };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deferralDeadline, planDeferral, RELEASE_MARGIN_MS } from "../../src/core/deferral/deferralPlan";
+import { deferralDeadline, planDeferral, RELEASE_MARGIN_MS } from "../../src/core/hold/holdPlan";
 
 describe("core/deferral: planDeferral", () => {
   const now = Date.UTC(2026, 10, 30, 12);

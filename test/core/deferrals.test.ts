@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/defer/deferQueue";
-import { LocalGateRegistry, RedisGateRegistry } from "../../src/core/defer/gateRegistry";
-import { MemoryDeferStore } from "../../src/core/defer/memoryDeferStore";
-import { RedisDeferQueue } from "../../src/core/defer/redisDeferQueue";
-import { Deferrals, type DeferralsOptions } from "../../src/core/deferral/deferrals";
+import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/hold/heldQueue";
+import { LocalGateRegistry, RedisGateRegistry } from "../../src/core/hold/gateRegistry";
+import { MemoryDeferStore } from "../../src/core/hold/memoryHeldQueues";
+import { RedisDeferQueue } from "../../src/redis/redisHeldQueue";
+import { Deferrals, type DeferralsOptions } from "../../src/core/hold/deferrals";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../support/redis";
 
 /** One cap-config's deferrals on some instance (memory: the one process; Redis: its own client). */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FailOpenReporter } from "../../src/core/failOpenReporter";
+import { FailOpenReporter } from "../../src/core/store/failOpenReporter";
 
 describe("core/FailOpenReporter", () => {
   it("counts every fail-open, warns once per org and channel within the quiet time", () => {

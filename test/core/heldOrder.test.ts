@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { HeldOrder } from "../../src/core/deferral/heldOrder";
+import { HeldOrder } from "../../src/core/hold/heldOrder";
 
 describe("HeldOrder: a recipient's held msgs due in arrival order", () => {
   const now = 1_000_000;

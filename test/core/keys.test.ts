@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { capCounterField, capCounterKey, encodeKeyPart, recipientHashTag, recipientToken } from "../../src/core/keys";
+import { capCounterField, capCounterKey, encodeKeyPart, recipientHashTag, recipientToken } from "../../src/core/caps/keys";
 import { englishMessages } from "../../src/core/schema/catalog";
 import { keyPrefixProblem } from "../../src/core/settingsChecks";
 

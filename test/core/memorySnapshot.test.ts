@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { MemoryStore, type MemorySnapshot } from "../../src/core/stores/memoryStore";
+import { MemoryStore, type MemorySnapshot } from "../../src/core/store/memoryStore";
 import { gcraLimit } from "../../src/core/throughput/gcra";
 import { ceilingKey } from "../../src/core/throughput/throughputKeys";
-import type { ThroughputOutcome } from "../../src/core/stores/admissionStore";
-import { totalCounterKey } from "../../src/core/keys";
-import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/totals/quotaStep";
+import type { ThroughputOutcome } from "../../src/core/store/admissionStore";
+import { totalCounterKey } from "../../src/core/caps/keys";
+import type { QuotaLimit, QuotaOutcome, QuotaRequest } from "../../src/core/caps/totals/quotaStep";
 
 /** A saved memory store read back as the next process (or deployment) reads it: through JSON. */
 function reloaded(store: MemoryStore, clock?: () => number): MemoryStore {

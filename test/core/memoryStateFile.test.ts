@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { MemoryStore, SNAPSHOT_SLICE, type MemorySnapshot } from "../../src/core/stores/memoryStore";
-import { MemoryStateFile } from "../../src/core/stores/memoryStateFile";
-import { loadSnapshot } from "../../src/core/stores/memoryPersistence";
-import type { ClaimOutcome, ClaimRequest } from "../../src/core/stores/admissionStore";
+import { MemoryStore, SNAPSHOT_SLICE, type MemorySnapshot } from "../../src/core/store/memoryStore";
+import { MemoryStateFile } from "../../src/core/store/memoryStateFile";
+import { loadSnapshot } from "../../src/core/store/memoryPersistence";
+import type { ClaimOutcome, ClaimRequest } from "../../src/core/store/admissionStore";
 
 const CAPS = [
   { field: "hour", windowMs: 3_600_000, max: 1 },

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { SendFieldError, StoreUnavailableError } from "../../src/core/errors";
 import { AdmissionMetrics } from "../../src/core/metrics/admissionMetrics";
 import { BUCKET_MS, BUCKETS, GateCounts } from "../../src/core/metrics/gateCounts";
-import { RuleCacheStats } from "../../src/core/pgRules/ruleCache";
+import { RuleCacheStats } from "../../src/core/rules/ruleCache";
 import { SendQueue, type Lane, type StoreCall } from "../../src/core/sendQueue/sendQueue";
-import { CircuitBreaker } from "../../src/core/storeGuard";
+import { CircuitBreaker } from "../../src/core/store/storeGuard";
 import { parsePrometheusText, samples, total } from "../support/promText";
 import { sleep } from "../support/redis";
 

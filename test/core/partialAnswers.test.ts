@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
 import { SendQueue, type Lane } from "../../src/core/sendQueue/sendQueue";
-import type { Settled } from "../../src/core/stores/admissionStore";
-import { CircuitBreaker } from "../../src/core/storeGuard";
+import type { Settled } from "../../src/core/store/admissionStore";
+import { CircuitBreaker } from "../../src/core/store/storeGuard";
 
 /**
  * A lane standing in for a Redis Cluster whose items named "down:…" live on a

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import { SendFieldError, StoreUnavailableError } from "../../src/core/errors";
-import { StoreAccess } from "../../src/core/storeAccess";
-import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
-import { RedisStore } from "../../src/core/stores/redisStore";
+import { StoreAccess } from "../../src/core/store/storeAccess";
+import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
+import { RedisStore } from "../../src/redis/redisStore";
 import type { SendQueue } from "../../src/core/sendQueue/sendQueue";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedis } from "../support/redisServer";

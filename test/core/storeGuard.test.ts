@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { StoreUnavailableError } from "../../src/core/errors";
-import { CircuitBreaker, StoreGuard } from "../../src/core/storeGuard";
+import { CircuitBreaker, StoreGuard } from "../../src/core/store/storeGuard";
 import { sleep } from "../support/redis";
 
 async function failureKind(work: Promise<unknown>): Promise<string> {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { RedisStore } from "../../src/core/stores/redisStore";
-import type { SuppressionWrite } from "../../src/core/stores/admissionStore";
+import { RedisStore } from "../../src/redis/redisStore";
+import type { SuppressionWrite } from "../../src/core/store/admissionStore";
 import { blockListIndexField, blockListIndexKey, blockListKey } from "../../src/core/suppression/suppressionKeys";
 import { dropPrefix, REDIS_URL, redisClient, sleep, uniquePrefix } from "../support/redis";
-import { isDatabaseUnreachable } from "../../src/core/pgRules/errors";
+import { isDatabaseUnreachable } from "../../src/core/rules/errors";
 
 /**
  * On a Redis Cluster the block list (what sends are checked against) and the

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { capCounterKey, recipientHashTag } from "../../src/core/keys";
+import { capCounterKey, recipientHashTag } from "../../src/core/caps/keys";
 import { gcraLimit, gcraRefund, gcraStep, refundable } from "../../src/core/throughput/gcra";
 import { RateMeter } from "../../src/core/throughput/rateMeter";
 import { ceilingKey, ceilingLabel, type CeilingScope } from "../../src/core/throughput/throughputKeys";

@@ -3,7 +3,7 @@ import { capAdmission } from "../../src/core/admission";
 import { CapService } from "../../src/core/capService";
 import { StoreUnavailableError } from "../../src/core/errors";
 import { parseSend } from "../../src/core/send";
-import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
 
 const RULES = [
   { id: "ad-total", scope: "global", counts: "total", per: ["ad_id"], max_count: 10, window_seconds: 1, window_type: "lifetime" },

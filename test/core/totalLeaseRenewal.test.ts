@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CapService } from "../../src/core/capService";
 import { parseSend } from "../../src/core/send";
-import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
+import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
 import { dropPrefix, REDIS_URL, redisClient, sleep, uniquePrefix } from "../support/redis";
 
 const MAX = 50;

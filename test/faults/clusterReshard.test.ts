@@ -7,7 +7,7 @@ import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../suppor
 import { deployGateFlow } from "../support/gateFlow";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedisCluster } from "../support/redisServer";
-import { deferHashTag } from "../../src/core/defer/redisDeferQueue";
+import { deferHashTag } from "../../src/redis/redisHeldQueue";
 
 const run = promisify(execFile);
 

@@ -5,7 +5,7 @@ import throughputGate from "../../src/nodes/throughputGate";
 import { sleep, uniquePrefix } from "../support/redis";
 import { freePort } from "../support/ports";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
-import { RedisStore } from "../../src/core/stores/redisStore";
+import { RedisStore } from "../../src/redis/redisStore";
 
 /**
  * SPEC §9: "An unreachable store: the first verdict within 1.5 s, the next

@@ -1,16 +1,16 @@
 import assert from "node:assert/strict";
-import { CapEngine, type CapDecision } from "../../src/core/capEngine";
+import { CapEngine, type CapDecision } from "../../src/core/caps/capEngine";
 import { StoreUnavailableError } from "../../src/core/errors";
 import { capAdmission } from "../../src/core/admission";
-import { totalCounterKey } from "../../src/core/keys";
+import { totalCounterKey } from "../../src/core/caps/keys";
 import { emptyRecord } from "../../src/core/ownKeys";
-import { totalCounters } from "../../src/core/totals/totalCounters";
-import { withDefaults, type CapRule, type CapRuleInput } from "../../src/core/rules";
+import { totalCounters } from "../../src/core/caps/totals/totalCounters";
+import { withDefaults, type CapRule, type CapRuleInput } from "../../src/core/rules/rules";
 import type { Send } from "../../src/core/send";
-import { StoreAccess, type FailMode } from "../../src/core/storeAccess";
-import type { AdmissionStore, ClaimOutcome, ClaimRequest, Settled } from "../../src/core/stores/admissionStore";
-import { MemoryStore } from "../../src/core/stores/memoryStore";
-import { RedisStore } from "../../src/core/stores/redisStore";
+import { StoreAccess, type FailMode } from "../../src/core/store/storeAccess";
+import type { AdmissionStore, ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
+import { MemoryStore } from "../../src/core/store/memoryStore";
+import { RedisStore } from "../../src/redis/redisStore";
 import { dropPrefix, REDIS_URL, redisClient, sleep, uniquePrefix } from "../support/redis";
 
 const total = (max: number): CapRuleInput => ({ id: "ad-total", scope: "global", counts: "total", max_count: max, window_seconds: 1, window_type: "lifetime" });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NodeRedProcess } from "../support/nodeRedProcess";
 import { dropPrefix, REDIS_URL, redisClient, sleep, uniquePrefix } from "../support/redis";
-import { totalCounterKey } from "../../src/core/keys";
+import { totalCounterKey } from "../../src/core/caps/keys";
 
 const LEASE_SECONDS = 2;
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { SendFieldError } from "../../src/core/errors";
-import { capCounterField, capCounterKey, recipientHashTag, recipientToken } from "../../src/core/keys";
+import { capCounterField, capCounterKey, recipientHashTag, recipientToken } from "../../src/core/caps/keys";
 import { parseSend } from "../../src/core/send";
 import { CapService } from "../../src/core/capService";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";

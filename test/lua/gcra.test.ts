@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import { luaScript } from "../../src/core/stores/luaScripts";
+import { luaScript } from "../../src/redis/scripts";
 import { dropPrefix, redisClient, uniquePrefix } from "../support/redis";
 
 /** lua/gcra.lua run straight in Redis with EVAL, no store code in between. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import { luaScript } from "../../src/core/stores/luaScripts";
+import { luaScript } from "../../src/redis/scripts";
 import { clearOfPeriodEnd } from "../support/calendarClock";
 import { dropPrefix, redisClient, uniquePrefix } from "../support/redis";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { AdmissionMetrics } from "../../src/core/metrics/admissionMetrics";
-import { RuleCacheStats } from "../../src/core/pgRules/ruleCache";
-import { AdmissionFeed, FEED_TOPIC, type ConfigFeedMessage, type GateFeedMessage } from "../../src/nodes/admissionFeed";
+import { RuleCacheStats } from "../../src/core/rules/ruleCache";
+import { AdmissionFeed, FEED_TOPIC, type ConfigFeedMessage, type GateFeedMessage } from "../../src/nodes/sidebar/admissionFeed";
 import { sleep } from "../support/redis";
 
 function metricsOf(id: string, state = { queue: 0 }): AdmissionMetrics {

@@ -5,7 +5,7 @@ import { REDIS_URL, redisClient, dropPrefix, sleep, uniquePrefix } from "../supp
 import { SlowLink } from "../support/slowLink";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
-import { parkInQueue } from "../../src/nodes/parking";
+import { parkInQueue } from "../../src/nodes/gate/parking";
 
 /**
  * A gate on a full deploy (the test helper's unload stops every

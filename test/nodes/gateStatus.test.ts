@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import type { Node, NodeStatus } from "node-red";
 import type { CapService } from "../../src/core/capService";
 import { ConfigError } from "../../src/core/errors";
-import type { RulesProviderState } from "../../src/core/rulesProvider";
-import type { StoreState } from "../../src/core/stores/admissionStore";
-import { GateStatus } from "../../src/nodes/gateStatus";
-import { formatCount, STATUS_MAX_CHARS, statusLine } from "../../src/nodes/statusText";
+import type { RulesProviderState } from "../../src/core/rules/rulesProvider";
+import type { StoreState } from "../../src/core/store/admissionStore";
+import { GateStatus } from "../../src/nodes/gate/status";
+import { formatCount, STATUS_MAX_CHARS, statusLine } from "../../src/nodes/gate/statusText";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
-import type { RedisStore } from "../../src/core/stores/redisStore";
+import type { RedisStore } from "../../src/redis/redisStore";
 import { helper, reasonOf, warnings } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
 import { dropPrefix, sleep, uniquePrefix } from "../support/redis";

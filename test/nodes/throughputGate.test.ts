@@ -9,8 +9,8 @@ import { useUserDir } from "../support/userDir";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 import type { CapService } from "../../src/core/capService";
 import { StoreUnavailableError } from "../../src/core/errors";
-import type { DeferredMsg } from "../../src/core/defer/deferQueue";
-import { releaseId } from "../../src/core/deferral/deferralIds";
+import type { DeferredMsg } from "../../src/core/hold/heldQueue";
+import { releaseId } from "../../src/core/hold/heldIds";
 
 const nodes = [...gateNodes, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"];

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";
 import { helper } from "../support/nodeRed";
 import { sleep } from "../support/redis";
-import { applicableCaps } from "../../src/core/applicableCaps";
-import { withDefaults } from "../../src/core/rules";
+import { applicableCaps } from "../../src/core/caps/applicableCaps";
+import { withDefaults } from "../../src/core/rules/rules";
 import type { Send } from "../../src/core/send";
 import type { CapConfigNode } from "../../src/nodes/capConfig";
 

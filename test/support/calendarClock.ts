@@ -1,4 +1,4 @@
-import { calendarPeriod } from "../../src/core/calendarPeriod";
+import { calendarPeriod } from "../../src/core/caps/calendarPeriod";
 import { sleep } from "./redis";
 
 /**

@@ -5,8 +5,8 @@
  * dies without closing; prints what each call answered, as JSON.
  * argv: the journal file.
  */
-import { JOURNAL_RETRY_MS, MemoryDeferStore } from "../../src/core/defer/memoryDeferStore";
-import type { DeferInput } from "../../src/core/defer/deferQueue";
+import { JOURNAL_RETRY_MS, MemoryDeferStore } from "../../src/core/hold/memoryHeldQueues";
+import type { DeferInput } from "../../src/core/hold/heldQueue";
 
 const file = process.argv[2] as string;
 const BURST = 5_000;

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
 import { Pool } from "pg";
-import { migrateRulesTable } from "../../src/core/pgRules/migration";
-import { rulesTable, type RulesTable } from "../../src/core/pgRules/tableName";
+import { migrateRulesTable } from "../../src/postgres/rulesTable";
+import { rulesTable, type RulesTable } from "../../src/postgres/tableName";
 
 const run = promisify(execFile);
 

@@ -1,11 +1,11 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { RuleCacheStats } from "../pgRules/ruleCache";
-import type { RulesProviderState } from "../rulesProvider";
+import type { RuleCacheStats } from "../rules/ruleCache";
+import type { RulesProviderState } from "../rules/rulesProvider";
 import type { StoreCall } from "../sendQueue/sendQueue";
-import type { CircuitState } from "../storeGuard";
-import type { StoreState } from "../stores/admissionStore";
+import type { CircuitState } from "../store/storeGuard";
+import type { StoreState } from "../store/admissionStore";
 import { GateCounts } from "./gateCounts";
-import { withTimeout } from "../withTimeout";
+import { withTimeout } from "../store/withTimeout";
 
 /** What a cap-config is, fixed for its life (the `sendgate_info` labels). */
 export interface MetricsIdentity {

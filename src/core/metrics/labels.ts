@@ -1,6 +1,6 @@
 import { ERROR_CODES, type AdmissionReason } from "../admission";
 import { ConfigError, RuleValidationError, SendFieldError, StoreUnavailableError } from "../errors";
-import { RulesUnavailableError } from "../pgRules/errors";
+import { RulesUnavailableError } from "../rules/errors";
 
 /** The outputs a msg leaves a gate by (SPEC §11: allowed, skipped, deferred; suppression-gate has the first two). */
 export const GATE_OUTPUTS = ["allowed", "skipped", "deferred"] as const;

@@ -1,5 +1,5 @@
 import { RuleValidationError } from "../errors";
-import { withDefaults, type CapRule, type CapRuleInput } from "../rules";
+import { withDefaults, type CapRule, type CapRuleInput } from "../rules/rules";
 import { englishMessages } from "./catalog";
 import type { Translate } from "./messages";
 import { describeRuleProblem, describeRuleSetProblem } from "./ruleMessages";

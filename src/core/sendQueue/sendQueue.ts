@@ -1,7 +1,7 @@
 import { StoreUnavailableError } from "../errors";
-import type { Settled } from "../stores/admissionStore";
-import { asStoreFailure } from "../storeFaults";
-import type { CircuitBreaker } from "../storeGuard";
+import type { Settled } from "../store/admissionStore";
+import { asStoreFailure } from "../store/storeFaults";
+import type { CircuitBreaker } from "../store/storeGuard";
 import type { Backlog } from "./intake";
 import { roundTrip } from "./roundTrip";
 

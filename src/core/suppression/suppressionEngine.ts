@@ -1,10 +1,10 @@
 import { StoreUnavailableError } from "../errors";
-import { recipientToken } from "../keys";
+import { recipientToken } from "../caps/keys";
 import type { Send } from "../send";
-import type { StoreAccess } from "../storeAccess";
-import { mayHaveLanded } from "../storeFaults";
+import type { StoreAccess } from "../store/storeAccess";
+import { mayHaveLanded } from "../store/storeFaults";
 import type { Lane } from "../sendQueue/sendQueue";
-import type { SuppressionCheck, SuppressionOutcome, SuppressionWrite } from "../stores/admissionStore";
+import type { SuppressionCheck, SuppressionOutcome, SuppressionWrite } from "../store/admissionStore";
 import { bodyHash } from "./canonicalJson";
 import { markToken } from "./markValue";
 import type { SuppressionEntry } from "./suppressionEntry";

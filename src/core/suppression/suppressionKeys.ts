@@ -1,4 +1,4 @@
-import { encodeKeyPart, recipientKeyBase } from "../keys";
+import { encodeKeyPart, recipientKeyBase } from "../caps/keys";
 
 /** The recipient's block list (hash: channel or "*" -> entry), under the recipient's hash tag. */
 export function blockListKey(prefix: string, org: string, recipient: string): string {

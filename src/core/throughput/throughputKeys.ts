@@ -1,4 +1,4 @@
-import { encodeKeyPart } from "../keys";
+import { encodeKeyPart } from "../caps/keys";
 
 /** What a throughput ceiling is counted per (SPEC §8, §11 keyType): the org, the org and channel, or any value the flow computes (within the org). */
 export type CeilingScope =

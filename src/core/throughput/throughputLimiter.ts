@@ -1,7 +1,7 @@
 import type { StoreUnavailableError } from "../errors";
 import type { Lane } from "../sendQueue/sendQueue";
-import type { StoreAccess } from "../storeAccess";
-import type { ThroughputOutcome, ThroughputRefund, ThroughputRequest } from "../stores/admissionStore";
+import type { StoreAccess } from "../store/storeAccess";
+import type { ThroughputOutcome, ThroughputRefund, ThroughputRequest } from "../store/admissionStore";
 import type { GcraLimit } from "./gcra";
 import { ceilingKey, type CeilingScope } from "./throughputKeys";
 

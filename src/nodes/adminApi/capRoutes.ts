@@ -1,10 +1,10 @@
 import type { NodeAPI } from "node-red";
 import { ADMIN_WAIT_MS, type CapService } from "../../core/capService";
 import { RuleValidationError } from "../../core/errors";
-import { RuleConflictError, RulesUnavailableError } from "../../core/pgRules/errors";
-import { PostgresRules } from "../../core/pgRules/postgresRules";
-import type { PgRuleSource } from "../../core/pgRules/pgRuleSource";
-import { InlineRules } from "../../core/rulesProvider";
+import { RuleConflictError, RulesUnavailableError } from "../../core/rules/errors";
+import { PostgresRules } from "../../postgres/postgresRules";
+import type { PgRuleSource } from "../../postgres/ruleSource";
+import { InlineRules } from "../../core/rules/rulesProvider";
 import { plainText } from "../../core/plainText";
 import { parseSend, readAttributes, sendOrg } from "../../core/send";
 import { HttpError, route, serviceOf, type AdminRequest } from "./http";

@@ -2,7 +2,7 @@ import type { Node, NodeMessage } from "node-red";
 import type { GateCounts } from "../../core/metrics/gateCounts";
 import { GATE_OUTPUTS } from "../../core/metrics/labels";
 import { countOutputs, type Outputs } from "./outputs";
-import { onOutput, type Park, type ParkedItem, type Whose } from "../parking";
+import { onOutput, type Park, type ParkedItem, type Whose } from "./parking";
 import { InTransit, type LostInTransit, type ReceiveHooks } from "./transit";
 
 interface Waiting {

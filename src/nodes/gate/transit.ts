@@ -1,5 +1,5 @@
 import type { NodeMessage } from "node-red";
-import type { Whose } from "../parking";
+import type { Whose } from "./parking";
 import type { Outputs } from "./outputs";
 
 /** The part of Node-RED's hooks this needs: one onReceive hook, added while a close is watched. */

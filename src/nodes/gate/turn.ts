@@ -1,7 +1,7 @@
 import type { Place } from "../../core/outputOrder";
 import type { GateCounts } from "../../core/metrics/gateCounts";
-import type { GateStatus } from "../gateStatus";
-import type { Whose } from "../parking";
+import type { GateStatus } from "./status";
+import type { Whose } from "./parking";
 import type { GateOutlet } from "./outlet";
 import type { Outputs } from "./outputs";
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
-import type { DeferQueue, DeferredMsg } from "../../../src/core/defer/deferQueue";
-import { DeferPoller } from "../../../src/core/defer/deferPoller";
-import { MemoryDeferQueue } from "../../../src/core/defer/memoryDeferQueue";
-import { RedisDeferQueue } from "../../../src/core/defer/redisDeferQueue";
-import { releaseId } from "../../../src/core/deferral/deferralIds";
+import type { DeferQueue, DeferredMsg } from "../../../src/core/hold/heldQueue";
+import { DeferPoller } from "../../../src/core/hold/poller";
+import { MemoryDeferQueue } from "../../../src/core/hold/memoryHeldQueue";
+import { RedisDeferQueue } from "../../../src/redis/redisHeldQueue";
+import { releaseId } from "../../../src/core/hold/heldIds";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
 
 let seq = 0;

@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MemoryDeferStore } from "../../../src/core/defer/memoryDeferStore";
+import { MemoryDeferStore } from "../../../src/core/hold/memoryHeldQueues";
 
 interface ChildReport {
   answers: { call: string; ok: boolean; detail: unknown }[];

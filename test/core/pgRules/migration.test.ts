@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pool } from "pg";
-import { migrateRulesTable } from "../../../src/core/pgRules/migration";
-import { rulesTable, rulesTableProblem } from "../../../src/core/pgRules/tableName";
+import { migrateRulesTable } from "../../../src/postgres/rulesTable";
+import { rulesTable, rulesTableProblem } from "../../../src/postgres/tableName";
 import { createSchema, dropSchema, testPool, uniqueSchema } from "../../support/postgres";
 
 async function columns(pool: Pool, schema: string, table: string): Promise<Map<string, { type: string; nullable: string; dflt: string | null }>> {

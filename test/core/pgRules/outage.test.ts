@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { RulesUnavailableError } from "../../../src/core/pgRules/errors";
-import { PgRuleSource } from "../../../src/core/pgRules/pgRuleSource";
-import type { RulesState } from "../../../src/core/pgRules/ruleCache";
+import { RulesUnavailableError } from "../../../src/core/rules/errors";
+import { PgRuleSource } from "../../../src/postgres/ruleSource";
+import type { RulesState } from "../../../src/core/rules/ruleCache";
 import { OwnPostgres } from "../../support/postgres";
 import { sleep } from "../../support/redis";
 

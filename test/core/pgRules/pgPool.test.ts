@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createRulesPool, urlWithPassword } from "../../../src/core/pgRules/pgPool";
+import { createRulesPool, urlWithPassword } from "../../../src/postgres/pool";
 import { DATABASE_URL } from "../../support/postgres";
 
 describe("core/pgRules: the rules pool", () => {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import type { Pool } from "pg";
-import { PgRuleSource } from "../../../src/core/pgRules/pgRuleSource";
-import { RedisInvalidationBus } from "../../../src/core/pgRules/redisInvalidationBus";
+import { PgRuleSource } from "../../../src/postgres/ruleSource";
+import { RedisInvalidationBus } from "../../../src/redis/invalidationBus";
 import { createSchema, DATABASE_URL, dropSchema, testPool, uniqueSchema } from "../../support/postgres";
 import { REDIS_URL, sleep, uniquePrefix } from "../../support/redis";
 

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import type { Pool } from "pg";
 import { DEFAULT_CHANNELS } from "../../../src/core/channels";
 import { RuleValidationError } from "../../../src/core/errors";
-import { RuleConflictError } from "../../../src/core/pgRules/errors";
-import { PgRuleRepository } from "../../../src/core/pgRules/pgRuleRepository";
-import type { RulesTable } from "../../../src/core/pgRules/tableName";
+import { RuleConflictError } from "../../../src/core/rules/errors";
+import { PgRuleRepository } from "../../../src/postgres/ruleRepository";
+import type { RulesTable } from "../../../src/postgres/tableName";
 import { closeMigratedSchema, openMigratedSchema } from "../../support/postgres";
 
 describe("core/pgRules: PgRuleRepository (real PostgreSQL)", () => {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import type { Pool } from "pg";
-import { RulesUnavailableError } from "../../../src/core/pgRules/errors";
-import { createRulesPool } from "../../../src/core/pgRules/pgPool";
-import { PgRuleRepository } from "../../../src/core/pgRules/pgRuleRepository";
-import { RuleCache, RuleCacheStats } from "../../../src/core/pgRules/ruleCache";
-import type { RulesTable } from "../../../src/core/pgRules/tableName";
+import { RulesUnavailableError } from "../../../src/core/rules/errors";
+import { createRulesPool } from "../../../src/postgres/pool";
+import { PgRuleRepository } from "../../../src/postgres/ruleRepository";
+import { RuleCache, RuleCacheStats } from "../../../src/core/rules/ruleCache";
+import type { RulesTable } from "../../../src/postgres/tableName";
 import { closeMigratedSchema, openMigratedSchema } from "../../support/postgres";
 import { sleep } from "../../support/redis";
 

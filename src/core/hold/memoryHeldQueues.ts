@@ -1,0 +1,274 @@
+import { existsSync, unlinkSync } from "node:fs";
+import { readJsonFile } from "../store/jsonFile";
+import { plainCodec, type DeferCodec } from "./codec";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { DeferJournal, type JournalRewrite } from "./journal";
+import { dropAt, MAX_MERGED, prepareDeferral, type DeferredMsg } from "./heldQueue";
+import { MemoryDeferQueue, type DeferClock, type QueueChange } from "./memoryHeldQueue";
+
+/** The memory queue file of the version before the journal: written on close only. */
+interface LegacySnapshot {
+  version: 1;
+  entries: { entry: DeferredMsg; merged: Record<string, unknown>[]; collapseKey?: string }[];
+}
+
+export interface MemoryDeferStoreOptions {
+  /** the journal (in the Node-RED user dir); none = held msgs are not kept past the process */
+  file?: string;
+  /** the snapshot file of the version before the journal: read once, then removed */
+  legacyFile?: string;
+  codec?: DeferCodec;
+  clock?: DeferClock;
+  warn: (text: string) => void;
+  onDamaged?: (gate: string, id: string, err: Error) => void;
+  /** compact the journal once this much was appended since the last compaction (32 MB) */
+  compactAfterBytes?: number;
+}
+
+type JournalLine = QueueChange & { g: string };
+
+/** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
+export const COMPACT_SLICE = 1_000;
+
+/** How soon a journal that could not be written (a full disk) is first tried again, written whole; then twice as long each time, up to JOURNAL_RETRY_MAX_MS. */
+export const JOURNAL_RETRY_MS = 1_000;
+const JOURNAL_RETRY_MAX_MS = 30_000;
+
+/** A compaction under way while the queues run: the journal's changes since it began, to follow what it writes. */
+interface Compacting {
+  rewrite: JournalRewrite;
+  since: JournalLine[];
+  abandoned: boolean;
+}
+
+/**
+ * The defer queues of one cap-config on the memory store: one MemoryDeferQueue
+ * per gate, and one journal for all of them. Every change is appended to the
+ * journal before the call that made it returns, and the journal is compacted
+ * on start and on close: what is on disk is always what is still owed, so a
+ * process that dies at any point (kill -9, OOM) neither releases a msg again
+ * at the next start nor loses one it held.
+ */
+export class MemoryDeferStore {
+  private readonly queues = new Map<string, MemoryDeferQueue>();
+  private readonly journal: DeferJournal | undefined;
+  private readonly codec: DeferCodec;
+  private readonly compactAfter: number;
+  private lastCompactBytes = 0;
+  private closed = false;
+  private compacting: Compacting | undefined;
+  private compactionDue = false;
+  /** the journal could not be written (a full disk): it misses changes until it is written whole again */
+  private journalFault: { retry?: NodeJS.Timeout; delayMs: number } | undefined;
+
+  constructor(private readonly options: MemoryDeferStoreOptions) {
+    this.codec = options.codec ?? plainCodec;
+    this.compactAfter = options.compactAfterBytes ?? 32 * 1024 * 1024;
+    if (!options.file) return;
+    const journal = new DeferJournal(options.file);
+    // a compaction the process died in: the journal beside it is whole
+    journal.dropUnfinishedRewrite();
+    const { lines, problems } = journal.read();
+    for (const problem of problems) options.warn(`memory defer queue: skipped a damaged line (${problem})`);
+    for (const line of lines as unknown as JournalLine[]) {
+      if (typeof line.g !== "string") continue;
+      const { g, ...change } = line;
+      this.queue(g).apply(change as QueueChange);
+    }
+    const legacy = options.legacyFile && existsSync(options.legacyFile) ? options.legacyFile : undefined;
+    if (legacy) this.importLegacy(legacy);
+    this.journal = journal;
+    this.compact();
+    // only once its msgs are in the journal: a crash before this line imports them again (same ids: no repeat)
+    if (legacy) unlinkSync(legacy);
+  }
+
+  /** The queue of one gate (made on first use). */
+  queue(gate: string): MemoryDeferQueue {
+    let queue = this.queues.get(gate);
+    if (!queue) {
+      queue = new MemoryDeferQueue({
+        gate,
+        codec: this.codec,
+        ...(this.options.clock ? { clock: this.options.clock } : {}),
+        onChanges: (changes) => this.record(gate, changes),
+        onDamaged: (id, err) => this.options.onDamaged?.(gate, id, err),
+      });
+      this.queues.set(gate, queue);
+    }
+    return queue;
+  }
+
+  /** The gates whose queues hold msgs. */
+  gates(): string[] {
+    return [...this.queues].filter(([, q]) => q.count > 0).map(([gate]) => gate);
+  }
+
+  /** Compacts the journal and closes it; the queues refuse new msgs from now on. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const queue of this.queues.values()) void queue.close();
+    this.abandonCompaction();
+    clearTimeout(this.journalFault?.retry);
+    if (this.journal) {
+      try {
+        this.compact();
+      } catch (err) {
+        this.options.warn(`memory defer queue: could not write ${String(this.options.file)} as it closed (${(err as Error).message}): `
+          + `what it holds is as ${this.journalFault ? "its last whole write" : "the journal"} left it`);
+      }
+      this.journal.close();
+    }
+  }
+
+  /**
+   * Each change goes to the journal before the call that made it returns. A
+   * write that fails (a full disk) fails no call: the change is made and the
+   * queue goes on from memory, as a Redis queue would were its persistence
+   * failing. Thrown at the caller, a hold already made would have gone to
+   * Catch and been released too. The journal, which now misses a change, is
+   * not appended to again; it is written whole after JOURNAL_RETRY_MS, then
+   * twice as long each time, until that succeeds. Only a crash meanwhile
+   * loses what changed since the fault.
+   */
+  private record(gate: string, changes: QueueChange[]): void {
+    if (!this.journal || this.closed) return;
+    const lines = changes.map((change) => ({ g: gate, ...change }));
+    // one at a time: a spread of a large hand-back's lines (150,000) overflows the stack
+    if (this.compacting) for (const line of lines) this.compacting.since.push(line);
+    if (this.journalFault) return;
+    try {
+      this.journal.append(lines);
+    } catch (err) {
+      this.journalFailed(err as Error);
+      return;
+    }
+    if (!this.compacting && !this.compactionDue && this.journal.appended > this.compactAfter && this.journal.appended > 2 * this.lastCompactBytes) {
+      // begun on the next turn: the call that crossed the threshold (a burst's holds) is not made to wait for it too
+      this.compactionDue = true;
+      setImmediate(() => {
+        this.compactionDue = false;
+        if (!this.closed && !this.compacting) void this.compactInParts();
+      });
+    }
+  }
+
+  private journalFailed(err: Error): void {
+    if (this.journalFault) return;
+    this.options.warn(`memory defer queue: could not write ${String(this.options.file)} (${err.message}): the held msgs stay in memory and leave as due, `
+      + `but a restart now would lose what changed since; it is written whole again once it can be`);
+    this.journalFault = { delayMs: JOURNAL_RETRY_MS };
+    this.retryJournal();
+  }
+
+  /** Writes the journal whole after a while; each try lists every held msg (~85 ms for 100,000), so a lasting fault is tried less and less often. */
+  private retryJournal(): void {
+    const fault = this.journalFault;
+    if (!fault || this.closed) return;
+    const delayMs = fault.delayMs;
+    fault.delayMs = Math.min(delayMs * 2, JOURNAL_RETRY_MAX_MS);
+    fault.retry = setTimeout(() => {
+      fault.retry = undefined;
+      // a compaction under way writes every change too: its end is the repair
+      if (!this.closed && !this.compacting) void this.compactInParts();
+    }, delayMs);
+    fault.retry.unref();
+  }
+
+  /** What is held now, as the lines that rebuild it: made at once (each msg's text is a string already, shared, not copied). */
+  private stateLines(): JournalLine[] {
+    const lines: JournalLine[] = [];
+    for (const [gate, queue] of this.queues) {
+      for (const change of queue.state()) {
+        // the queue made each line for this: named by its gate in place, not copied
+        (change as JournalLine).g = gate;
+        lines.push(change as JournalLine);
+      }
+    }
+    return lines;
+  }
+
+  /** Compacts at once (on start, on close): the queues do not run meanwhile. */
+  private compact(): void {
+    const lines = this.stateLines();
+    // the size the rewrite wrote: measured again line by line, every msg was turned into JSON twice (a close took twice as long)
+    this.lastCompactBytes = (this.journal as DeferJournal).rewrite(lines);
+  }
+
+  /**
+   * Compacts while the queues run, COMPACT_SLICE msgs at a time with a turn
+   * of the event loop between (in one piece it stood every gate still: ~0.5 s
+   * for 100,000 held msgs). It writes what was held when it began, then the
+   * changes made since, which the journal also has meanwhile: replayed in
+   * order, they rebuild what is held when it ends. A crash before the file
+   * takes the journal's place leaves the journal whole.
+   */
+  private async compactInParts(): Promise<void> {
+    let compacting: Compacting | undefined;
+    try {
+      const state = this.stateLines();
+      compacting = { rewrite: (this.journal as DeferJournal).beginRewrite(), since: [], abandoned: false };
+      this.compacting = compacting;
+      for (let from = 0; from < state.length; from += COMPACT_SLICE) {
+        compacting.rewrite.write(state.slice(from, from + COMPACT_SLICE));
+        await nextTurn();
+        if ((compacting as Compacting).abandoned) return;
+      }
+      // in one go with no turn between: no change can fall between the lines and the file taking over
+      compacting.rewrite.finish(compacting.since);
+      this.lastCompactBytes = compacting.rewrite.bytes;
+      if (this.journalFault) {
+        this.journalFault = undefined;
+        this.options.warn(`memory defer queue: ${String(this.options.file)} is written whole again`);
+      }
+    } catch (err) {
+      this.abandonCompaction();
+      if (this.journalFault) {
+        // warned of once: tried again until it works
+        this.retryJournal();
+      } else {
+        this.options.warn(`memory defer queue: could not compact ${String(this.options.file)} (it keeps growing until the next try): ${(err as Error).message}`);
+        // the next try once as much again has been appended
+        this.lastCompactBytes = (this.journal as DeferJournal).appended;
+      }
+    } finally {
+      if (compacting !== undefined && this.compacting === compacting) this.compacting = undefined;
+    }
+  }
+
+  private abandonCompaction(): void {
+    const compacting = this.compacting;
+    if (!compacting || compacting.abandoned) return;
+    compacting.abandoned = true;
+    this.compacting = undefined;
+    try {
+      compacting.rewrite.abandon();
+    } catch (err) {
+      this.options.warn(`memory defer queue: could not remove a compaction's temporary file: ${(err as Error).message}`);
+    }
+  }
+
+  private importLegacy(file: string): void {
+    let snapshot: LegacySnapshot | undefined;
+    try {
+      snapshot = readJsonFile<LegacySnapshot>(file, (s) => (s.version === 1 && Array.isArray(s.entries) ? undefined : "not a defer queue snapshot"));
+    } catch (err) {
+      this.options.warn(`memory defer queue: could not read ${file}: ${(err as Error).message}`);
+      return;
+    }
+    for (const { entry, merged } of snapshot?.entries ?? []) {
+      try {
+        const { id, releaseAt, stored } = prepareDeferral(entry);
+        const kept = merged.slice(Math.max(0, merged.length - MAX_MERGED));
+        this.queue(entry.gate).apply({
+          op: "state", id, stored: this.codec.encode(JSON.stringify(stored)), releaseAt,
+          ...(dropAt(entry) !== undefined ? { expiresAt: dropAt(entry) as number } : {}),
+          merged: kept.map((m) => this.codec.encode(JSON.stringify(m))), units: [], dropped: merged.length - kept.length,
+        });
+      } catch (err) {
+        this.options.warn(`memory defer queue: skipped a msg of ${file}: ${(err as Error).message}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,291 @@
+import type Redis from "ioredis";
+import type { Cluster } from "ioredis";
+import { encodeKeyPart } from "../core/caps/keys";
+import { luaScript } from "./scripts";
+import { retriedMidMove } from "../core/store/storeFaults";
+import { plainCodec, type DeferCodec } from "../core/hold/codec";
+import {
+  asError, checkLeaseUntil, heldJson, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  type DeferInput, type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
+} from "../core/hold/heldQueue";
+
+type RedisClient = Redis | Cluster;
+type Reply = (string | null)[];
+
+/** The scripts this queue calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
+interface DeferScripts {
+  sendgateDeferPut(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<(string | number)[]>;
+  sendgateDeferTake(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string[], Reply, string[][], Reply]>;
+  sendgateDeferAck(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
+  sendgateDeferExpire(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[string[], Reply, string[][], Reply]>;
+  sendgateDeferTakeTagged(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string[], Reply, string[][], Reply]>;
+}
+
+/** A MULTI that can carry the defer scripts (ioredis adds defined commands to pipelines too). */
+interface DeferMulti {
+  sendgateDeferPut(numKeys: number, ...keysAndArgs: (string | number)[]): DeferMulti;
+  sendgateDeferTag(numKeys: number, ...keysAndArgs: (string | number)[]): DeferMulti;
+  exec(): Promise<[Error | null, unknown][] | null>;
+}
+
+/** The keys of one gate's queue, in the order the lua/defer_*.lua scripts take them. */
+export interface DeferKeys {
+  /** what the per-msg keys (merged list, merged ids) start with */
+  base: string;
+  due: string;
+  lease: string;
+  msg: string;
+  at: string;
+  ck: string;
+  collapse: string;
+  exp: string;
+  dropped: string;
+}
+
+/** Where a gate's queue lives: the cap-config's key prefix, its node id, the gate's node id. */
+export interface DeferScope {
+  keyPrefix: string;
+  configId: string;
+  gate: string;
+}
+
+/** Every defer key of a key prefix carries this hash tag: one Redis Cluster slot, shared with the layout before 0.2. */
+export function deferHashTag(keyPrefix: string): string {
+  return `{${keyPrefix}:dq}`;
+}
+
+export function checkDeferPrefix(keyPrefix: string): void {
+  if (keyPrefix.length === 0 || /[{}]/.test(keyPrefix)) throw new Error("defer queue: keyPrefix must be non-empty and carry no { or }");
+}
+
+/**
+ * `<prefix>:{<prefix>:dq}:q:<cap-config id>:<gate id>:<part>`: a queue per gate,
+ * under the cap-config that owns it, so no poller ever takes a msg it has no
+ * gate for (two cap-configs on one prefix, or a gate deployed nowhere). One
+ * hash tag per prefix, so each script touches one Redis Cluster slot. The
+ * recipients' tags (`{org|recipient}`) never contain `:`, so they cannot clash.
+ */
+export function deferKeys(scope: DeferScope): DeferKeys {
+  checkDeferPrefix(scope.keyPrefix);
+  const base = `${scope.keyPrefix}:${deferHashTag(scope.keyPrefix)}:q:${encodeKeyPart(scope.configId)}:${encodeKeyPart(scope.gate)}`;
+  return {
+    base,
+    due: `${base}:due`,
+    lease: `${base}:lease`,
+    msg: `${base}:msg`,
+    at: `${base}:at`,
+    ck: `${base}:ck`,
+    collapse: `${base}:collapse`,
+    exp: `${base}:exp`,
+    dropped: `${base}:dropped`,
+  };
+}
+
+/** Most items one defer_put.lua call holds: a bigger batch is split, so one script never blocks Redis for long. */
+export const PUT_SLICE = 1000;
+
+export interface RedisDeferQueueOptions {
+  codec?: DeferCodec;
+  /** a held msg that cannot be read back (codec, damaged): it is acked (removed) and reported */
+  onDamaged?: (id: string, err: Error) => void;
+}
+
+/**
+ * The durable defer queue of one gate on Redis (SPEC §6). It uses the
+ * cap-config's store client and does not own it: close() leaves it open.
+ * Every instance running the gate shares the queue; each due msg is handed
+ * out once, and a lease not acked in time comes back.
+ */
+export class RedisDeferQueue implements DeferQueue {
+  readonly keys: DeferKeys;
+  private readonly keyList: string[];
+  private readonly codec: DeferCodec;
+  private closed = false;
+
+  constructor(private readonly client: RedisClient, readonly scope: DeferScope, private readonly options: RedisDeferQueueOptions = {}) {
+    this.keys = deferKeys(scope);
+    const k = this.keys;
+    this.keyList = [k.due, k.lease, k.msg, k.at, k.ck, k.collapse, k.exp, k.dropped];
+    this.codec = options.codec ?? plainCodec;
+    defineDeferScripts(client);
+  }
+
+  async defer(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
+    const [result] = await this.deferMany([{ entry, ...(collapseKey !== undefined ? { collapseKey } : {}) }]);
+    if (result instanceof Error) throw result;
+    return result as DeferResult;
+  }
+
+  async deferMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
+    this.open();
+    const results: (DeferResult | Error)[] = new Array(items.length);
+    const good: { index: number; args: (string | number)[]; tag?: string }[] = [];
+    items.forEach((item, index) => {
+      try {
+        good.push({ index, args: this.putArgs(item), ...(item.tag !== undefined ? { tag: checkTag(item.tag) } : {}) });
+      } catch (err) {
+        results[index] = asError(err);
+      }
+    });
+    for (let from = 0; from < good.length; from += PUT_SLICE) {
+      const slice = good.slice(from, from + PUT_SLICE);
+      try {
+        const putArgs = [this.keyList.length, ...this.keyList, this.keys.base, MAX_MERGED, slice.length, ...slice.flatMap((s) => s.args)];
+        const tagged = slice.filter((s) => s.tag !== undefined);
+        // on a cluster, the queue's slot mid-move refuses the call (TRYAGAIN) until its keys are on one master again
+        const reply = await retriedMidMove(() => (tagged.length === 0
+          ? this.scripts.sendgateDeferPut(...(putArgs as [number, ...(string | number)[]]))
+          : this.putTagged(putArgs as [number, ...(string | number)[]], tagged)));
+        slice.forEach(({ index }, i) => {
+          const id = String(reply[2 * i]);
+          results[index] = Number(reply[2 * i + 1]) === 1 ? { id, collapsedInto: id } : { id };
+        });
+      } catch (err) {
+        // the store failed this slice: none of it was held (a script runs whole or not at all)
+        for (const { index } of slice) results[index] = asError(err);
+      }
+    }
+    return results;
+  }
+
+  async takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]> {
+    this.open();
+    checkTakeArgs(limit, leaseMs);
+    const [, ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferTake(this.keyList.length, ...this.keyList, this.keys.base, limit, Math.ceil(leaseMs)));
+    const { read, damaged } = this.readAll(ids, msgs, merged, dropped);
+    // it can never be released: acked now, so it does not come back after every lease
+    if (damaged.length > 0) await this.ack(damaged);
+    return read;
+  }
+
+  async takeTagged(tag: string, limit: number, leaseMs: number): Promise<DeferredMsg[]> {
+    this.open();
+    checkTakeArgs(limit, leaseMs);
+    const keys = [...this.keyList, this.tagKey(checkTag(tag))];
+    const [, ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferTakeTagged(keys.length, ...keys, this.keys.base, limit, Math.ceil(leaseMs)));
+    const { read, damaged } = this.readAll(ids, msgs, merged, dropped);
+    if (damaged.length > 0) await this.ack(damaged);
+    return read;
+  }
+
+  async ack(ids: readonly string[]): Promise<void> {
+    this.open();
+    if (ids.length === 0) return;
+    // an ack refused mid-move and given up would let the released msgs come back after their lease, to go out twice
+    await retriedMidMove(() => this.scripts.sendgateDeferAck(this.keyList.length, ...this.keyList, this.keys.base, ...ids));
+  }
+
+  async dropExpired(limit: number): Promise<DeferredMsg[]> {
+    this.open();
+    checkLimit(limit);
+    const [ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferExpire(this.keyList.length, ...this.keyList, this.keys.base, limit));
+    return this.readAll(ids, msgs, merged, dropped).read;
+  }
+
+  async size(): Promise<number> {
+    this.open();
+    const [due, lease] = await this.atomically((m) => m.zcard(this.keys.due).zcard(this.keys.lease));
+    return Number(due) + Number(lease);
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    this.open();
+    const [due, lease] = await this.atomically((m) => m.zrange(this.keys.due, 0, 0, "WITHSCORES").zrange(this.keys.lease, 0, 0, "WITHSCORES"));
+    const scores = [due, lease].flatMap((pair) => (Array.isArray(pair) && pair.length >= 2 ? [Number(pair[1])] : []));
+    return scores.length === 0 ? null : Math.min(...scores);
+  }
+
+  /** Leaves the client open: it belongs to the cap-config's store. */
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  /** A tag's index: in the queue's hash tag, so one script (and one MULTI) stays in one cluster slot. */
+  private tagKey(tag: string): string {
+    return `${this.keys.base}:t:${tag}`;
+  }
+
+  /** Holds and files under their tags in one MULTI: a held msg is never left out of its tag's index. */
+  private async putTagged(putArgs: [number, ...(string | number)[]], tagged: readonly { args: (string | number)[]; tag?: string }[]): Promise<(string | number)[]> {
+    const multi = this.client.multi() as unknown as DeferMulti;
+    multi.sendgateDeferPut(...putArgs);
+    // args[0] is the id, args[1] the release-at (putArgs)
+    multi.sendgateDeferTag(tagged.length, ...tagged.map((t) => this.tagKey(t.tag as string)), ...tagged.flatMap((t) => [t.args[0] as string, t.args[1] as number]));
+    const replies = await multi.exec();
+    if (!replies) throw new Error("defer queue: transaction aborted");
+    const [putErr, put] = replies[0] as [Error | null, unknown];
+    if (putErr) throw putErr;
+    const [tagErr] = replies[1] as [Error | null, unknown];
+    if (tagErr) throw tagErr;
+    return put as (string | number)[];
+  }
+
+  /** The arguments of one item of defer_put.lua (throws naming what is wrong with it). */
+  private putArgs(item: DeferItem): (string | number)[] {
+    const { entry, collapseKey } = item;
+    if (entry?.gate !== this.scope.gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${this.scope.gate}`);
+    if (collapseKey !== undefined && typeof collapseKey !== "string") throw new TypeError("defer: collapseKey must be a string");
+    const leaseUntil = checkLeaseUntil(item);
+    const { id, releaseAt, stored } = prepareDeferral(entry);
+    const key = collapseKey ?? "";
+    const merge = key === "" ? [] : mergedItems(entry).map((m) => this.codec.encode(heldJson(m)));
+    return [
+      id, releaseAt, this.codec.encode(heldJson(stored)), key,
+      dropAt(entry) ?? "", leaseUntil ?? "", entry.collapsedDropped ?? 0, merge.length, ...merge,
+    ];
+  }
+
+  private readAll(ids: string[], msgs: Reply, merged: string[][], dropped: Reply): { read: DeferredMsg[]; damaged: string[] } {
+    const read: DeferredMsg[] = [];
+    const damaged: string[] = [];
+    ids.forEach((id, i) => {
+      const json = msgs[i];
+      if (json === null || json === undefined) return;
+      try {
+        const items = (merged[i] ?? []).flatMap((m) => {
+          const value = JSON.parse(this.codec.decode(m)) as unknown;
+          // a msg moved from the layout before 0.2 keeps its merged msgs as one JSON array
+          return (Array.isArray(value) ? value : [value]) as Record<string, unknown>[];
+        });
+        read.push(withMerged(JSON.parse(this.codec.decode(json)) as DeferredMsg, items, Number(dropped[i] ?? 0)));
+      } catch (err) {
+        damaged.push(id);
+        this.options.onDamaged?.(id, asError(err));
+      }
+    });
+    return { read, damaged };
+  }
+
+  private async atomically(build: (m: ReturnType<RedisClient["multi"]>) => ReturnType<RedisClient["multi"]>): Promise<unknown[]> {
+    const replies = await retriedMidMove(() => build(this.client.multi()).exec());
+    if (!replies) throw new Error("defer queue: transaction aborted");
+    return replies.map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    });
+  }
+
+  private open(): void {
+    if (this.closed) throw new Error("defer queue is closed");
+  }
+
+  private get scripts(): DeferScripts {
+    return this.client as unknown as DeferScripts;
+  }
+}
+
+const defined = new WeakSet<object>();
+
+/** Loads the defer scripts on a client once (every gate's queue shares the cap-config's client). */
+export function defineDeferScripts(client: RedisClient): void {
+  if (defined.has(client)) return;
+  defined.add(client);
+  client.defineCommand("sendgateDeferPut", { lua: luaScript("defer_put") });
+  client.defineCommand("sendgateDeferTake", { lua: luaScript("defer_take") });
+  client.defineCommand("sendgateDeferAck", { lua: luaScript("defer_ack") });
+  client.defineCommand("sendgateDeferExpire", { lua: luaScript("defer_expire") });
+  client.defineCommand("sendgateDeferTakeTagged", { lua: luaScript("defer_take_tagged") });
+  client.defineCommand("sendgateDeferTag", { lua: luaScript("defer_tag") });
+  client.defineCommand("sendgateDeferGates", { lua: luaScript("defer_gates") });
+  client.defineCommand("sendgateDeferMigrate", { lua: luaScript("defer_migrate") });
+}
