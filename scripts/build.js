@@ -6,6 +6,11 @@
  * it shares with the runtime → resources/sendgate-editor.js, which every node's
  * HTML loads). Ends by writing dist/.built, which `npm start` compares with the
  * sources to build only when something changed.
+ *
+ * `--no-source-maps` (what `npm pack` and `npm publish` run, through
+ * `prepack`): no .map files and no sourceMappingURL comments, since the
+ * TypeScript they point at is not in the package. Every other build keeps
+ * them, for debugging here.
  */
 const { execFileSync } = require("child_process");
 const fs = require("fs");
@@ -13,6 +18,7 @@ const path = require("path");
 
 const root = path.resolve(__dirname, "..");
 const tsc = require.resolve("typescript/bin/tsc", { paths: [root] });
+const sourceMaps = !process.argv.includes("--no-source-maps");
 
 function run(args) {
     execFileSync(process.execPath, [tsc, ...args], { cwd: root, stdio: "inherit" });
@@ -20,7 +26,9 @@ function run(args) {
 
 function main() {
     fs.rmSync(path.join(root, "dist"), { recursive: true, force: true });
-    run(["-p", "tsconfig.json"]);
+    // a map left by an earlier build would describe a bundle it no longer matches
+    fs.rmSync(path.join(root, "resources", "sendgate-editor.js.map"), { force: true });
+    run(["-p", "tsconfig.json", ...(sourceMaps ? [] : ["--sourceMap", "false"])]);
     run(["-p", "tsconfig.editor.json"]);
     require("esbuild").buildSync({
         absWorkingDir: root,
@@ -30,7 +38,7 @@ function main() {
         platform: "browser",
         target: "es2019",
         minify: true,
-        sourcemap: true,
+        sourcemap: sourceMaps,
         legalComments: "none",
         outfile: "resources/sendgate-editor.js",
         loader: { ".css": "text" },

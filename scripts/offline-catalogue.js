@@ -1,9 +1,8 @@
 "use strict";
 /**
- * For `npx node-red-dev validate` where catalogue.nodered.org cannot be
+ * For `node-red-dev validate` where catalogue.nodered.org cannot be
  * reached (it asks it for look-alike package and node names, and stops at the
- * first failed request): preloaded with
- *   NODE_OPTIONS="--require ./scripts/offline-catalogue.js" npx node-red-dev validate
+ * first failed request): preloaded by `npm run validate` (scripts/validate.js)
  * it answers that one address with an empty catalogue; every other request
  * (the npm registry) goes out as usual.
  */

@@ -4,8 +4,8 @@
  * `npm start`: Node-RED on 127.0.0.1:1880 with this package and the demo
  * flow loaded, on the embedded memory store: no Redis, no PostgreSQL (SPEC §10).
  *
- * - builds first only when a source is newer than the last build (`npm ci`
- *   already built it through `prepare`, so a fresh `npm ci && npm start` builds once);
+ * - builds first when nothing is built yet (`npm ci` builds nothing: the
+ *   package has no install-time script) or a source is newer than the last build;
  * - user dir: `.node-red-user/` in the repo (gitignored), or `SENDGATE_USER_DIR`;
  * - the package is loaded in place through Node-RED's `nodesDir` setting, which
  *   accepts the directory of a Node-RED module: edits show after a rebuild and
