@@ -1,5 +1,5 @@
 import { AdmissionMetrics } from "../../src/core/metrics/admissionMetrics";
-import { RuleCacheStats } from "../../src/core/pgRules/ruleCache";
+import { RuleCacheStats } from "../../src/core/rules/ruleCache";
 import { parsePrometheusText } from "./promText";
 
 /** A metric family a cap-config serves: its type and every label its series carry. */
