@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { CapService } from "../../src/core/capService";
 import { parseSend } from "../../src/core/send";
+import { createCapService } from "../../src/service/createCapService";
 
 /** A cap as both sides are given it: a count per window. */
 export interface Limit {
@@ -24,7 +24,7 @@ export interface Claimer {
 
 /** The core's claim: a CapService on the Redis store, every cap checked and claimed in one atomic step. */
 export function coreClaimer(redisUrl: string, keyPrefix: string, limits: readonly Limit[]): Claimer {
-  const service = CapService.create({
+  const service = createCapService({
     store: "redis", redisUrl, keyPrefix, timeoutMs: 5000, failMode: "closed",
     rules: limits.map((l) => ({ id: l.id, scope: "global", max_count: l.max, window_seconds: l.windowSeconds })),
   }, {}, { warn: () => undefined, error: () => undefined });

@@ -1,9 +1,9 @@
 import Redis from "ioredis";
-import { CapService } from "../../src/core/capService";
 import { totalCounterKey } from "../../src/core/caps/keys";
 import { parseSend } from "../../src/core/send";
 import { luaScript } from "../../src/redis/scripts";
 import { OwnRedis } from "../../test/support/redisServer";
+import { createCapService } from "../../src/service/createCapService";
 
 /** One way of claiming sends against one hot total cap. */
 export interface TotalsRun {
@@ -73,7 +73,7 @@ async function measure(redis: Redis, name: string, sends: number, inFlight: numb
 
 /** The gate's core with one total cap: slots reserved from leased blocks, spends reported in one call per tick. */
 async function leased(url: string, redis: Redis, tag: string, sends: number, inFlight: number | "all"): Promise<TotalsRun> {
-  const service = CapService.create({
+  const service = createCapService({
     store: "redis", redisUrl: url, keyPrefix: `lease-${tag}`, timeoutMs: 5000, failMode: "closed",
     rules: [{ id: "ad-total", scope: "global", counts: "total", per: ["ad_id"], max_count: MAX, window_seconds: 86_400, window_type: "lifetime" }],
   }, {}, { warn: () => undefined, error: () => undefined });

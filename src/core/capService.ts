@@ -1,36 +1,16 @@
 import type { AdmissionClaim } from "./admission";
 import { CapEngine } from "./caps/capEngine";
-import { readCapSettings, type CapSettings, type RawCapSettings } from "./capSettings";
+import type { CapSettings } from "./capSettings";
 import { releaseClaims } from "./caps/giveBack";
 import { recipientToken } from "./caps/keys";
 import type { Lane } from "./sendQueue/sendQueue";
-import type { ReleaseAnswer, ReleaseRequest } from "./store/admissionStore";
-import { ConfigError, RuleValidationError } from "./errors";
-import type { CapRule } from "./rules/rules";
+import type { AdmissionStore, ReleaseAnswer, ReleaseRequest } from "./store/admissionStore";
 import type { SendRules } from "./send";
-import { englishMessages } from "./schema/catalog";
-import { validateRules } from "./schema/validateRules";
 import { StoreAccess } from "./store/storeAccess";
-import type { AdmissionStore } from "./store/admissionStore";
-import { loadSnapshot } from "./store/memoryPersistence";
-import { MemoryStateFile } from "./store/memoryStateFile";
-import { MemoryStore } from "./store/memoryStore";
-import { migrateLegacyCounters } from "../migrations/counters";
-import { RedisStore } from "../redis/redisStore";
-import { clusterSeeds } from "../redis/connection";
-import Redis, { Cluster } from "ioredis";
-import { PostgresRules } from "../postgres/postgresRules";
-import { RedisInvalidationBus } from "../redis/invalidationBus";
-import { InlineRules, type RulesProvider } from "./rules/rulesProvider";
-import type { PgRuleSource } from "../postgres/ruleSource";
-import { rulesTable } from "../postgres/tableName";
-import { PgSuppressions } from "../postgres/suppressions";
+import type { RulesProvider } from "./rules/rulesProvider";
 import { SuppressionEngine } from "./suppression/suppressionEngine";
-import { deferCodec } from "./hold/codec";
-import { LocalGateRegistry, RedisGateRegistry } from "./hold/gateRegistry";
-import { MemoryDeferStore } from "./hold/memoryHeldQueues";
-import { migrateLegacyQueue } from "../migrations/queue";
-import { RedisDeferQueue } from "../redis/redisHeldQueue";
+import type { DeferQueue } from "./hold/heldQueue";
+import type { GateRegistry } from "./hold/gateRegistry";
 import { Deferrals } from "./hold/deferrals";
 import { AdmissionMetrics } from "./metrics/admissionMetrics";
 import { RuleCacheStats } from "./rules/ruleCache";
@@ -65,107 +45,32 @@ export interface CapServiceEnvironment {
 /** How often a memory store's counters and block list are written to its file (also on close, and at once after a block-list change). */
 export const MEMORY_SNAPSHOT_MS = 5_000;
 
-function createDeferrals(store: AdmissionStore, settings: CapSettings, secrets: CapSecrets, env: CapServiceEnvironment, log: CapLog, access: StoreAccess): { deferrals: Deferrals; memory?: MemoryDeferStore } {
-  const configId = env.configId ?? "cap-config";
-  const codec = deferCodec(secrets.hmacSecret || undefined, settings.hashRecipients && Boolean(secrets.hmacSecret));
-  const warn = (text: string): void => log.warn(text);
-  const damaged = (gate: string, id: string, err: Error): void => log.error(`held msg ${id} of gate ${gate} cannot be read back and was dropped: ${err.message}`);
-  if (store instanceof RedisStore) {
-    const client = store.client;
-    const scope = (gate: string) => ({ keyPrefix: settings.keyPrefix, configId, gate });
-    return {
-      deferrals: new Deferrals({
-        openQueue: (gate) => new RedisDeferQueue(client, scope(gate), { codec, onDamaged: (id, err) => damaged(gate, id, err) }),
-        registry: new RedisGateRegistry(client, settings.keyPrefix, configId),
-        migrate: (gate) => migrateLegacyQueue(client, scope(gate)),
-        access, warn,
-      }),
-    };
-  }
-  let memory: MemoryDeferStore;
-  try {
-    memory = new MemoryDeferStore({
-      ...(env.memoryDeferFile ? { file: env.memoryDeferFile } : {}),
-      ...(env.legacyMemoryDeferFile ? { legacyFile: env.legacyMemoryDeferFile } : {}),
-      codec, warn, onDamaged: damaged,
-    });
-  } catch (err) {
-    // the file is left as it is (nothing is compacted over it); msgs held from now on live in memory only
-    log.error(`memory defer queue: cannot use ${String(env.memoryDeferFile)} (${(err as Error).message}): held msgs are NOT kept past this process`);
-    memory = new MemoryDeferStore({ codec, warn, onDamaged: damaged });
-  }
-  return {
-    deferrals: new Deferrals({ openQueue: (gate) => memory.queue(gate), registry: new LocalGateRegistry(() => memory.gates()), access, warn }),
-    memory,
-  };
+/** Where a cap-config's gates hold msgs: a queue per gate, and which gates run (on this instance or any). */
+export interface HeldQueues {
+  open(gate: string): DeferQueue;
+  registry: GateRegistry;
+  /** the first time a gate runs in this process (the data of an older version moved into its queue) */
+  firstUse?(gate: string): Promise<number>;
+  close?(): void;
 }
 
-function createStore(settings: CapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment): AdmissionStore {
-  if (settings.store === "memory") {
-    const store = new MemoryStore();
-    if (env.memoryStateFile) {
-      try {
-        const saved = loadSnapshot(env.memoryStateFile);
-        if (saved) store.restore(saved);
-      } catch (err) {
-        log.warn(`memory store: could not restore ${env.memoryStateFile}: ${(err as Error).message}`);
-      }
-    }
-    return store;
-  }
-  let lastError = "";
-  const store = new RedisStore({
-    url: settings.redisUrl,
-    ...(settings.store === "redis-cluster" ? { clusterNodes: settings.redisNodes, slotDeadlineMs: Math.max(1, Math.floor(settings.timeoutMs * 0.9)) } : {}),
-    ...(secrets.redisPassword ? { password: secrets.redisPassword } : {}),
-    onError: (err) => {
-      // ioredis repeats the same error on every reconnect attempt: say it once
-      if (err.message !== lastError) log.warn(`redis store: ${err.message}`);
-      lastError = err.message;
-    },
-  });
-  store.client.once("ready", () => {
-    migrateLegacyCounters(store.client, settings.keyPrefix).then(
-      (moved) => { if (moved > 0) log.warn(`redis store: moved ${moved} counters of version 0.1 under "${settings.keyPrefix}" to the 0.2 layout`); },
-      (err: Error) => log.warn(`redis store: moving the counters of version 0.1 failed (they will be tried again at the next start): ${err.message}`),
-    );
-  });
-  return store;
-}
-
-/** Another connection to the store's Redis (pub/sub needs its own), for rule changes between instances. */
-function redisConnector(settings: CapSettings, secrets: CapSecrets): (() => Redis | Cluster) | undefined {
-  if (settings.store === "memory") return undefined;
-  const options = { ...(secrets.redisPassword ? { password: secrets.redisPassword } : {}), maxRetriesPerRequest: 1 };
-  if (settings.store === "redis-cluster") return () => new Cluster(clusterSeeds(settings.redisNodes), { redisOptions: options });
-  return () => new Redis(settings.redisUrl, options);
+/** A store's state kept in a file (the memory store's): saved now and then, and on close. */
+export interface StateSaver {
+  save(): Promise<void>;
+  close(): Promise<void>;
 }
 
 /**
- * PostgreSQL also keeps the block list: its table is made beside the rules
- * table and written through from then on; its rows are read into the store in
- * the background, so a large list does not hold up the first sends.
+ * What a cap-config is built from, chosen by its settings outside the core
+ * (src/service/createCapService.ts): the store, its held-msg queues, where
+ * rules come from (given the block list, which PostgreSQL keeps too), and for
+ * the memory store its file.
  */
-async function attachDurableBlockList(source: PgRuleSource, settings: CapSettings, suppression: SuppressionEngine, log: CapLog): Promise<void> {
-  const durable = await PgSuppressions.open(source.pool, rulesTable(settings.pgTable));
-  suppression.attachMirror(durable);
-  void (async () => {
-    for await (const page of durable.all()) await suppression.restore(page);
-  })().catch((err: Error) => log.warn(`reading the block list from PostgreSQL: ${err.message}`));
-}
-
-function createRules(settings: CapSettings, rules: CapRule[], secrets: CapSecrets, log: CapLog, suppression: SuppressionEngine, cacheStats: RuleCacheStats): RulesProvider {
-  if (settings.rulesSource === "inline") return new InlineRules(rules);
-  const connect = redisConnector(settings, secrets);
-  return new PostgresRules(() => ({
-    url: settings.pgUrl,
-    table: settings.pgTable,
-    knownChannels: settings.channels,
-    warn: (text) => log.warn(text),
-    cacheStats,
-    ...(secrets.pgPassword ? { password: secrets.pgPassword } : {}),
-    ...(connect ? { bus: new RedisInvalidationBus({ connect, keyPrefix: settings.keyPrefix, onError: (err) => log.warn(`rule change bus: ${err.message}`) }) } : {}),
-  }), (source) => attachDurableBlockList(source, settings, suppression, log));
+export interface CapServiceParts {
+  store: AdmissionStore;
+  heldQueues: HeldQueues;
+  rules(suppression: SuppressionEngine, cacheStats: RuleCacheStats): RulesProvider;
+  stateFile?: StateSaver;
 }
 
 /** How long a closing cap-config waits for its closing gates' last msgs (Node-RED gives a node 15 s to close). */
@@ -188,22 +93,25 @@ export class CapService {
 
   readonly rules: RulesProvider;
   private readonly releases: Lane<ReleaseRequest, ReleaseAnswer>;
-  private readonly memoryDefer: MemoryDeferStore | undefined;
+  readonly store: AdmissionStore;
+  private readonly heldQueues: HeldQueues;
   private readonly hmacSecret: string | undefined;
   private snapshotTimer: NodeJS.Timeout | undefined;
   /** where a memory store's state is saved (none: another store, or no file given) */
-  private readonly stateFile: MemoryStateFile | undefined;
+  private readonly stateFile: StateSaver | undefined;
   /** closing gates' last msgs, which still need the store (see drainBeforeClose) */
   private readonly draining = new Set<Promise<void>>();
 
-  private constructor(
+  constructor(
     readonly settings: CapSettings,
-    inlineRules: CapRule[],
-    readonly store: AdmissionStore,
+    parts: CapServiceParts,
     secrets: CapSecrets,
     private readonly log: CapLog,
     private readonly env: CapServiceEnvironment,
   ) {
+    const store = parts.store;
+    this.store = store;
+    this.heldQueues = parts.heldQueues;
     this.sendRules = { channels: settings.channels, defaultOrg: settings.defaultOrg, requireTier: settings.requireTier };
     this.metrics = new AdmissionMetrics({
       configId: env.configId ?? "cap-config", store: store.kind, rulesSource: settings.rulesSource, failMode: settings.failMode,
@@ -232,12 +140,14 @@ export class CapService {
       afterWrite: () => this.trySaveMemoryState(),
     });
     const cacheStats = new RuleCacheStats();
-    this.rules = createRules(settings, inlineRules, secrets, log, this.suppression, cacheStats);
-    const { deferrals, memory } = createDeferrals(store, settings, secrets, env, log, this.access);
-    this.deferrals = deferrals;
-    this.memoryDefer = memory;
-    if (store instanceof MemoryStore && env.memoryStateFile) {
-      this.stateFile = new MemoryStateFile(store, env.memoryStateFile);
+    this.rules = parts.rules(this.suppression, cacheStats);
+    const held = parts.heldQueues;
+    this.deferrals = new Deferrals({
+      openQueue: (gate) => held.open(gate), registry: held.registry, access: this.access, warn: (text) => log.warn(text),
+      ...(held.firstUse ? { firstUse: (gate: string) => (held.firstUse as (g: string) => Promise<number>)(gate) } : {}),
+    });
+    this.stateFile = parts.stateFile;
+    if (this.stateFile) {
       this.snapshotTimer = setInterval(() => void this.trySaveMemoryState(), MEMORY_SNAPSHOT_MS);
       this.snapshotTimer.unref();
     }
@@ -251,28 +161,13 @@ export class CapService {
     });
   }
 
-  /** Builds the service, or throws naming every bad property and rule (nothing is half-started). */
-  static create(raw: RawCapSettings, secrets: CapSecrets, log: CapLog, env: CapServiceEnvironment = {}): CapService {
-    const { settings, problems } = readCapSettings(raw);
-    if (settings.hashRecipients && !secrets.hmacSecret) problems.push(`hmacSecret: ${englishMessages()("cap-config.errors.hmacSecret")}`);
-    let rules: CapRule[] = [];
-    try {
-      if (settings.rulesSource === "inline") rules = validateRules(settings.rules, settings.channels);
-    } catch (err) {
-      if (!(err instanceof RuleValidationError)) throw err;
-      problems.push(...err.problems);
-    }
-    if (problems.length > 0) throw new ConfigError(problems);
-    return new CapService(settings, rules, createStore(settings, secrets, log, env), secrets, log, env);
-  }
-
   /**
    * For the admin API: with rules in PostgreSQL, waits (at most `timeoutMs`)
    * until the database was first reached, so the caps and the durable block
    * list can be written; throws RulesUnavailableError after that.
    */
   async adminReady(timeoutMs = ADMIN_WAIT_MS): Promise<void> {
-    if (this.rules instanceof PostgresRules) await this.rules.whenOpen(timeoutMs);
+    await this.rules.whenReady?.(timeoutMs);
   }
 
   isExempt(tier: string | undefined): boolean {
@@ -319,7 +214,7 @@ export class CapService {
     await this.deferrals.close();
     // unspent total-cap slots go back to the pool while the store is still open
     await this.engine.totals.close();
-    this.memoryDefer?.close();
+    this.heldQueues.close?.();
     // the last save, after every one asked for (an opt-out written as it closes): the next deployment reads the file next
     await this.stateFile?.close().catch((err: Error) => this.log.warn(`memory store: could not save ${String(this.env.memoryStateFile)}: ${err.message}`));
     await Promise.all([this.store.close(), this.rules.close()]);

@@ -1,12 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
 import { memberDigest } from "../core/store/counterEntry";
+import { withScripts } from "../redis/scripts";
 import { legacyCounterHome } from "./legacyCounters";
 
 type RedisClient = Redis | Cluster;
-
-interface MigrateCommand {
-  sendgateMigrateCounter(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-}
 
 /** Set once no counter of 0.1 is left under a prefix: later starts skip the scan. */
 export function layoutKey(prefix: string): string {
@@ -42,7 +39,7 @@ export async function migrateLegacyCounters(client: RedisClient, prefix: string)
         const home = legacyCounterHome(key);
         if (!home || (await client.type(key)) !== "zset") continue;
         const members = await client.zrange(key, 0, -1);
-        await (client as unknown as MigrateCommand).sendgateMigrateCounter(2, key, home.key, home.field, ...members.map((m) => memberDigest(m) * 65536));
+        await withScripts(client).sendgateMigrateCounter(2, key, home.key, home.field, ...members.map((m) => memberDigest(m) * 65536));
         moved++;
       }
     }

@@ -1,12 +1,9 @@
 import type Redis from "ioredis";
 import type { Cluster } from "ioredis";
-import { checkDeferPrefix, defineDeferScripts, deferHashTag, deferKeys, type DeferScope } from "../redis/redisHeldQueue";
+import { checkDeferPrefix, deferHashTag, deferKeys, type DeferScope } from "../redis/redisHeldQueue";
+import { withScripts } from "../redis/scripts";
 
 type RedisClient = Redis | Cluster;
-
-interface MigrateScripts {
-  sendgateDeferMigrate(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-}
 
 /** The keys of the queue layout before 0.2: one queue per key prefix, every cap-config and gate in it. */
 export function legacyDeferKeys(keyPrefix: string): string[] {
@@ -26,7 +23,7 @@ export async function migrateLegacyQueue(client: RedisClient, scope: DeferScope)
   const legacy = legacyDeferKeys(scope.keyPrefix);
   const msgKey = legacy[2] as string;
   if ((await client.exists(msgKey)) === 0) return 0;
-  defineDeferScripts(client);
+  const scripts = withScripts(client);
   const keys = deferKeys(scope);
   const target = [keys.due, keys.lease, keys.msg, keys.at, keys.ck, keys.collapse, keys.exp, keys.dropped];
   let moved = 0;
@@ -43,7 +40,7 @@ export async function migrateLegacyQueue(client: RedisClient, scope: DeferScope)
       }
     }
     if (ids.length > 0) {
-      moved += Number(await (client as unknown as MigrateScripts).sendgateDeferMigrate(legacy.length + target.length, ...legacy, ...target, keys.base, ...ids));
+      moved += Number(await scripts.sendgateDeferMigrate(legacy.length + target.length, ...legacy, ...target, keys.base, ...ids));
     }
   } while (cursor !== "0");
   return moved;

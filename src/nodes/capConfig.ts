@@ -6,6 +6,7 @@ import { AdmissionFeed } from "./sidebar/admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
 import { CapService } from "../core/capService";
 import type { RawCapSettings } from "../core/capSettings";
+import { createCapService } from "../service/createCapService";
 
 export interface CapCredentials {
   redisPassword?: string;
@@ -30,7 +31,7 @@ export default function register(RED: NodeAPI): void {
     RED.nodes.createNode(this, def);
     try {
       const userDir = (RED.settings as { userDir?: string }).userDir;
-      this.service = CapService.create(def, this.credentials ?? {}, {
+      this.service = createCapService(def, this.credentials ?? {}, {
         warn: (text) => this.warn(text),
         error: (text) => this.error(text),
       }, userDir ? {

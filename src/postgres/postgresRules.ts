@@ -46,6 +46,10 @@ export class PostgresRules implements RulesProvider {
    * admin call made right after a deploy is answered once the database is
    * reached, instead of being refused while a send at the same moment waits.
    */
+  whenReady(timeoutMs: number): Promise<PgRuleSource> {
+    return this.whenOpen(timeoutMs);
+  }
+
   async whenOpen(timeoutMs: number): Promise<PgRuleSource> {
     if (this.pgSource) return this.pgSource;
     let timer: NodeJS.Timeout | undefined;

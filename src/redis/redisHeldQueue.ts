@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import type { Cluster } from "ioredis";
 import { encodeKeyPart } from "../core/caps/keys";
-import { luaScript } from "./scripts";
+import { withScripts } from "./scripts";
 import { retriedMidMove } from "../core/store/storeFaults";
 import { plainCodec, type DeferCodec } from "../core/hold/codec";
 import {
@@ -12,7 +12,7 @@ import {
 type RedisClient = Redis | Cluster;
 type Reply = (string | null)[];
 
-/** The scripts this queue calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
+/** The scripts this queue calls (defined by scripts.ts), with what they answer. */
 interface DeferScripts {
   sendgateDeferPut(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<(string | number)[]>;
   sendgateDeferTake(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string[], Reply, string[][], Reply]>;
@@ -107,7 +107,7 @@ export class RedisDeferQueue implements DeferQueue {
     const k = this.keys;
     this.keyList = [k.due, k.lease, k.msg, k.at, k.ck, k.collapse, k.exp, k.dropped];
     this.codec = options.codec ?? plainCodec;
-    defineDeferScripts(client);
+    withScripts(client);
   }
 
   async defer(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
@@ -272,20 +272,4 @@ export class RedisDeferQueue implements DeferQueue {
   private get scripts(): DeferScripts {
     return this.client as unknown as DeferScripts;
   }
-}
-
-const defined = new WeakSet<object>();
-
-/** Loads the defer scripts on a client once (every gate's queue shares the cap-config's client). */
-export function defineDeferScripts(client: RedisClient): void {
-  if (defined.has(client)) return;
-  defined.add(client);
-  client.defineCommand("sendgateDeferPut", { lua: luaScript("defer_put") });
-  client.defineCommand("sendgateDeferTake", { lua: luaScript("defer_take") });
-  client.defineCommand("sendgateDeferAck", { lua: luaScript("defer_ack") });
-  client.defineCommand("sendgateDeferExpire", { lua: luaScript("defer_expire") });
-  client.defineCommand("sendgateDeferTakeTagged", { lua: luaScript("defer_take_tagged") });
-  client.defineCommand("sendgateDeferTag", { lua: luaScript("defer_tag") });
-  client.defineCommand("sendgateDeferGates", { lua: luaScript("defer_gates") });
-  client.defineCommand("sendgateDeferMigrate", { lua: luaScript("defer_migrate") });
 }

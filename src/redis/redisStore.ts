@@ -8,7 +8,7 @@ import { entryTail, RECORD_TOKEN } from "../core/store/counterEntry";
 import { FirstConnection } from "./firstConnection";
 import { HeardFrom } from "./heardFrom";
 import { StateHolder } from "../core/store/stateEmitter";
-import { luaScript } from "./scripts";
+import { withScripts } from "./scripts";
 import { clusterSeeds, quitRedis } from "./connection";
 import { bySlot } from "./slotGroups";
 import type { GiveBack, QuotaOutcome, QuotaRequest } from "../core/caps/totals/quotaStep";
@@ -21,8 +21,8 @@ type RedisClient = Redis | Cluster;
 type Arg = string | number | Buffer;
 type ScriptCall = (numKeys: number, ...keysAndArgs: Arg[]) => Promise<unknown[]>;
 
-/** The scripts this store calls by SHA (ioredis defineCommand: EVALSHA, EVAL once on NOSCRIPT). */
-interface ScriptCommands {
+/** The scripts this store calls (defined by scripts.ts), with what they answer. */
+interface StoreScripts {
   sendgateClaim: ScriptCall;
   sendgateInspect: ScriptCall;
   sendgateRecord: ScriptCall;
@@ -201,7 +201,7 @@ function keysOf<I>(script: ScriptBatch<I, unknown>, items: readonly I[]): string
 
 /** A script call's encoding of some items, and how to read each item's answer back from its reply. */
 interface ScriptBatch<I, O> {
-  call: keyof ScriptCommands;
+  call: keyof StoreScripts;
   /** each item's one key (most scripts): read with no array per item */
   keyOf?(item: I): string;
   /** each item's keys, its slot's first, when it has more than one */
@@ -386,15 +386,7 @@ export class RedisStore implements AdmissionStore {
     this.slotDeadlineMs = options.slotDeadlineMs;
     this.batching = BATCHING[this.kind];
     this.client = createClient(options);
-    this.client.defineCommand("sendgateClaim", { lua: luaScript("claim") });
-    this.client.defineCommand("sendgateRecord", { lua: luaScript("record") });
-    this.client.defineCommand("sendgateInspect", { lua: luaScript("inspect") });
-    this.client.defineCommand("sendgateRelease", { lua: luaScript("release") });
-    this.client.defineCommand("sendgateSuppression", { lua: luaScript("suppression") });
-    this.client.defineCommand("sendgateGcra", { lua: luaScript("gcra") });
-    this.client.defineCommand("sendgateGcraRefund", { lua: luaScript("gcra_refund") });
-    this.client.defineCommand("sendgateQuota", { lua: luaScript("quota") });
-    this.client.defineCommand("sendgateMigrateCounter", { lua: luaScript("migrate_counter") });
+    withScripts(this.client);
     this.firstConnection = new FirstConnection(options.connectGraceMs ?? CONNECT_GRACE_MS, (ready) => this.client.once("ready", ready));
     // a cluster's masters one by one, as `slots` names them (host:port): a call to one is timed by that master's silence
     if (this.client instanceof Cluster) this.client.on("+node", (node: Redis) => this.heard.watch(node, `${node.options.host}:${node.options.port}`));
@@ -511,8 +503,8 @@ export class RedisStore implements AdmissionStore {
     await quitRedis(this.client);
   }
 
-  private get scripts(): ScriptCommands {
-    return this.client as unknown as ScriptCommands;
+  private get scripts(): StoreScripts {
+    return this.client as unknown as StoreScripts;
   }
 
   /**

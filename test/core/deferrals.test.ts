@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import type Redis from "ioredis";
 import type { DeferInput, DeferQueue, DeferredMsg } from "../../src/core/hold/heldQueue";
-import { LocalGateRegistry, RedisGateRegistry } from "../../src/core/hold/gateRegistry";
+import { LocalGateRegistry } from "../../src/core/hold/gateRegistry";
+import { RedisGateRegistry } from "../../src/redis/gateRegistry";
 import { MemoryDeferStore } from "../../src/core/hold/memoryHeldQueues";
 import { RedisDeferQueue } from "../../src/redis/redisHeldQueue";
 import { Deferrals, type DeferralsOptions } from "../../src/core/hold/deferrals";

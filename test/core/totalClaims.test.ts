@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { capAdmission } from "../../src/core/admission";
-import { CapService } from "../../src/core/capService";
 import { StoreUnavailableError } from "../../src/core/errors";
 import { parseSend } from "../../src/core/send";
 import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
+import { createCapService } from "../../src/service/createCapService";
 
 const RULES = [
   { id: "ad-total", scope: "global", counts: "total", per: ["ad_id"], max_count: 10, window_seconds: 1, window_type: "lifetime" },
@@ -12,7 +12,7 @@ const RULES = [
 
 describe("a total cap's slot on a send whose recipient counter failed open", () => {
   it("stays on msg.admission.claims, so a later refusal gives it back", async () => {
-    const service = CapService.create({ store: "memory", failMode: "open", rules: RULES }, {}, { warn: () => undefined, error: () => undefined });
+    const service = createCapService({ store: "memory", failMode: "open", rules: RULES }, {}, { warn: () => undefined, error: () => undefined });
     try {
       // the recipient's counter fails (the only store call of this kind a real store would not fail alone): the total's call goes through
       const store = service.store as unknown as { claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]> };

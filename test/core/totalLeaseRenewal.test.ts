@@ -3,6 +3,7 @@ import { CapService } from "../../src/core/capService";
 import { parseSend } from "../../src/core/send";
 import type { ClaimOutcome, ClaimRequest, Settled } from "../../src/core/store/admissionStore";
 import { dropPrefix, REDIS_URL, redisClient, sleep, uniquePrefix } from "../support/redis";
+import { createCapService } from "../../src/service/createCapService";
 
 const MAX = 50;
 const RULES = [
@@ -23,8 +24,8 @@ describe("total caps: a lease whose sends are slow to commit is renewed, not tak
     it(`${count === 1 ? "one send" : `a burst of ${count}`} on instance H, its recipients' claims answered after 1.5 s, while instance O sends 100: H keeps its slots, and the two never pass ${MAX}`, async () => {
       const keyPrefix = uniquePrefix("lease-renew");
       const config = { store: "redis", redisUrl: REDIS_URL, keyPrefix, failMode: "open", timeoutMs: 5000, rules: RULES };
-      const held = CapService.create(config, {}, log);
-      const other = CapService.create(config, {}, log);
+      const held = createCapService(config, {}, log);
+      const other = createCapService(config, {}, log);
       const redis = redisClient();
       try {
         await sleep(300);

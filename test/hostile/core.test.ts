@@ -3,11 +3,11 @@ import fc from "fast-check";
 import { SendFieldError } from "../../src/core/errors";
 import { capCounterField, capCounterKey, recipientHashTag, recipientToken } from "../../src/core/caps/keys";
 import { parseSend } from "../../src/core/send";
-import { CapService } from "../../src/core/capService";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";
 import { duplicateMarkKey, blockListKey } from "../../src/core/suppression/suppressionKeys";
 import { REDIS_URL, dropPrefix, redisClient, uniquePrefix } from "../support/redis";
 import { hostileString, rawSend } from "./arbitraries";
+import { createCapService } from "../../src/service/createCapService";
 
 const RULES = { channels: DEFAULT_CHANNELS, defaultOrg: "default", requireTier: false };
 const FIELDS = /^(recipient|channel|category|tier|messageId|org|timezone|expiresAt|attributes|recipientLimits)(\.|$)/;
@@ -47,7 +47,7 @@ describe("hostile input, property-based (fast-check)", function () {
   for (const store of ["memory", "redis"] as const) {
     it(`claims hostile sends on the ${store} store without a crash, a stray rejection, or a foreign counter`, async () => {
       const keyPrefix = uniquePrefix(`hostile-${store}`);
-      const service = CapService.create({
+      const service = createCapService({
         store, redisUrl: REDIS_URL, keyPrefix, timeoutMs: 2000, failMode: "closed",
         rules: [
           { id: "__proto__", scope: "global", max_count: 2, window_seconds: 600 },

@@ -54,8 +54,8 @@ export interface DeferralsOptions {
   warn: (text: string) => void;
   /** the cap-config's send queue: holds go through it, batched (one script call per gate's queue); none = straight to the queue */
   access?: StoreAccess;
-  /** moves what a gate held in an older queue layout into its queue (Redis); returns how many moved */
-  migrate?: (gate: string) => Promise<number>;
+  /** the first time a gate runs in this process: what it held in an older layout is moved into its queue (its own warnings) */
+  firstUse?: (gate: string) => Promise<number>;
   polling?: Partial<{ leaseMs: number; batch: number; idleMs: number }>;
   beatMs?: number;
   sweepMs?: number;
@@ -77,6 +77,8 @@ interface Running {
  */
 export class Deferrals {
   private readonly running = new Map<string, Running>();
+  /** gates that ran in this process (firstUse was called for them) */
+  private readonly used = new Set<string>();
   private readonly queues = new Map<string, DeferQueue>();
   private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean }>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -150,11 +152,9 @@ export class Deferrals {
     setImmediate(() => {
       if (this.running.get(gate) === entry && !this.closing) poller.start();
     });
-    if (this.options.migrate) {
-      void this.options.migrate(gate).then(
-        (moved) => { if (moved > 0) this.options.warn(`moved ${moved} held msg(s) of gate ${gate} from the queue layout before 0.2`); },
-        (err: Error) => this.warnOnce(`moving held msgs of gate ${gate} from the old queue layout: ${err.message}`),
-      );
+    if (this.options.firstUse && !this.used.has(gate)) {
+      this.used.add(gate);
+      void this.options.firstUse(gate).catch((err: Error) => this.warnOnce(`gate ${gate}: ${err.message}`));
     }
     void this.refreshSize(gate);
     return async () => {
@@ -452,9 +452,6 @@ export class Deferrals {
   /** The msgs of gates that run nowhere: dropped (and reported) once past their deadline. */
   private async sweep(): Promise<void> {
     if (this.closing) return;
-    for (const gate of this.running.keys()) {
-      if (this.options.migrate) await this.options.migrate(gate);
-    }
     for (const gate of await this.options.registry.orphans()) {
       if (this.running.has(gate) || this.closing) continue;
       const queue = this.queueOf(gate);

@@ -1,22 +1,26 @@
-import { existsSync, unlinkSync } from "node:fs";
-import { readJsonFile } from "../store/jsonFile";
 import { plainCodec, type DeferCodec } from "./codec";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { DeferJournal, type JournalRewrite } from "./journal";
 import { dropAt, MAX_MERGED, prepareDeferral, type DeferredMsg } from "./heldQueue";
 import { MemoryDeferQueue, type DeferClock, type QueueChange } from "./memoryHeldQueue";
 
-/** The memory queue file of the version before the journal: written on close only. */
-interface LegacySnapshot {
-  version: 1;
-  entries: { entry: DeferredMsg; merged: Record<string, unknown>[]; collapseKey?: string }[];
+/** A held msg from elsewhere (a file of an older version), with what was merged into it. */
+export interface AdoptedHeld {
+  entry: DeferredMsg;
+  merged: Record<string, unknown>[];
+}
+
+/** Held msgs the store takes in as it starts (put in the journal); `adopted` is told once they are there. */
+export interface Adoption {
+  held: readonly AdoptedHeld[];
+  adopted(): void;
 }
 
 export interface MemoryDeferStoreOptions {
   /** the journal (in the Node-RED user dir); none = held msgs are not kept past the process */
   file?: string;
-  /** the snapshot file of the version before the journal: read once, then removed */
-  legacyFile?: string;
+  /** held msgs to take in at start (an older version's file): in the journal before `adopted` is told */
+  adopt?: Adoption;
   codec?: DeferCodec;
   clock?: DeferClock;
   warn: (text: string) => void;
@@ -75,12 +79,11 @@ export class MemoryDeferStore {
       const { g, ...change } = line;
       this.queue(g).apply(change as QueueChange);
     }
-    const legacy = options.legacyFile && existsSync(options.legacyFile) ? options.legacyFile : undefined;
-    if (legacy) this.importLegacy(legacy);
+    if (options.adopt) this.adopt(options.adopt.held);
     this.journal = journal;
     this.compact();
-    // only once its msgs are in the journal: a crash before this line imports them again (same ids: no repeat)
-    if (legacy) unlinkSync(legacy);
+    // only once its msgs are in the journal: a crash before this line adopts them again (same ids: no repeat)
+    options.adopt?.adopted();
   }
 
   /** The queue of one gate (made on first use). */
@@ -249,15 +252,8 @@ export class MemoryDeferStore {
     }
   }
 
-  private importLegacy(file: string): void {
-    let snapshot: LegacySnapshot | undefined;
-    try {
-      snapshot = readJsonFile<LegacySnapshot>(file, (s) => (s.version === 1 && Array.isArray(s.entries) ? undefined : "not a defer queue snapshot"));
-    } catch (err) {
-      this.options.warn(`memory defer queue: could not read ${file}: ${(err as Error).message}`);
-      return;
-    }
-    for (const { entry, merged } of snapshot?.entries ?? []) {
+  private adopt(held: readonly AdoptedHeld[]): void {
+    for (const { entry, merged } of held) {
       try {
         const { id, releaseAt, stored } = prepareDeferral(entry);
         const kept = merged.slice(Math.max(0, merged.length - MAX_MERGED));
@@ -267,7 +263,7 @@ export class MemoryDeferStore {
           merged: kept.map((m) => this.codec.encode(JSON.stringify(m))), units: [], dropped: merged.length - kept.length,
         });
       } catch (err) {
-        this.options.warn(`memory defer queue: skipped a msg of ${file}: ${(err as Error).message}`);
+        this.options.warn(`memory defer queue: skipped an adopted msg: ${(err as Error).message}`);
       }
     }
   }

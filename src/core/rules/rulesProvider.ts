@@ -12,6 +12,8 @@ export interface RulesProvider {
   rulesFor(org: string, channel: string): readonly CapRule[] | Promise<readonly CapRule[]>;
   state(): RulesProviderState;
   onStateChange(listener: (state: RulesProviderState) => void): () => void;
+  /** rules that live elsewhere (a database): resolves once it was first reached, or throws after `timeoutMs` (the admin API waits on it) */
+  whenReady?(timeoutMs: number): Promise<unknown>;
   close(): Promise<void>;
 }
 

@@ -9,11 +9,13 @@ import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "
 import { SendFieldError } from "../../../src/core/errors";
 import { MemoryDeferQueue } from "../../../src/core/hold/memoryHeldQueue";
 import { deferHashTag, RedisDeferQueue } from "../../../src/redis/redisHeldQueue";
-import { RedisGateRegistry } from "../../../src/core/hold/gateRegistry";
+import { RedisGateRegistry } from "../../../src/redis/gateRegistry";
 import { legacyDeferKeys, migrateLegacyQueue } from "../../../src/migrations/queue";
 import { dropPrefix, redisClient, sleep, uniquePrefix } from "../../support/redis";
 import { SuiteStore } from "../../support/suiteStore";
 import { prefixOnMaster } from "../../support/masterPrefix";
+import { legacyMemoryQueue } from "../../../src/migrations/migrations";
+import type { Adoption } from "../../../src/core/hold/memoryHeldQueues";
 
 /** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
 interface Harness {
@@ -739,7 +741,7 @@ describe("memory defer store: the journal is always what is still owed", functio
     second.close();
   });
 
-  it("imports the snapshot file of the version before the journal once, then removes it", async () => {
+  it("adopts the held msgs of version 0.1's queue file once, then removes the file", async () => {
     const legacyFile = join(dir, "memory-defer-cfg.json");
     const now = Date.now();
     writeFileSync(legacyFile, JSON.stringify({
@@ -749,12 +751,12 @@ describe("memory defer store: the journal is always what is still owed", functio
         { entry: { ...entry({ id: "old-2", dueAt: now + 60_000 }), gate: "other-gate" }, merged: [] },
       ],
     }));
-    const store = open(Date.now, { legacyFile });
+    const store = open(Date.now, { adopt: legacyMemoryQueue(legacyFile, () => undefined) as Adoption });
     assert.equal(existsSync(legacyFile), false);
     assert.deepEqual((await store.queue(GATE).takeDue(10, 1000)).map((m) => [m.id, m.msg, m.collapsed]), [["old-1", { n: 1 }, [{ n: 2 }]]]);
     assert.equal(await store.queue("other-gate").size(), 1);
     store.close();
-    const again = open(Date.now, { legacyFile });
+    const again = open(Date.now, { ...(existsSync(legacyFile) ? { adopt: legacyMemoryQueue(legacyFile, () => undefined) as Adoption } : {}) });
     assert.equal(await again.queue("other-gate").size(), 1, "kept in the journal, not imported twice");
     again.close();
   });
