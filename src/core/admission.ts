@@ -1,5 +1,5 @@
-import type { ApplicableCap } from "./caps/applicableCaps";
-import { shadowRefusals, type CapDecision, type ClaimAttempt, type ShadowRefusal, type TotalTaken } from "./caps/capEngine";
+import { shadowRefusals } from "./caps/capKinds";
+import type { ApplicableCap, CapDecision, ClaimAttempt, ShadowRefusal, TotalTaken } from "./caps/decisions";
 import type { StoreUnavailableError } from "./errors";
 import { namesRecord } from "./ownKeys";
 import type { SuppressionDecision } from "./suppression/suppressionEngine";

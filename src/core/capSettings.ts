@@ -1,5 +1,5 @@
 import { channelList } from "./channels";
-import type { FailMode } from "./caps/capEngine";
+import type { FailMode } from "./store/storeAccess";
 import { englishMessages } from "./schema/catalog";
 import type { Translate } from "./schema/messages";
 import {

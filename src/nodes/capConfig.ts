@@ -1,27 +1,13 @@
 import { join } from "node:path";
-import type { Node, NodeAPI, NodeDef } from "node-red";
+import type { NodeAPI } from "node-red";
 import { registerCapRoutes } from "./adminApi/capRoutes";
 import { registerMetricsRoutes } from "./adminApi/metricsRoutes";
 import { AdmissionFeed } from "./sidebar/admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
-import { CapService } from "../core/capService";
-import type { RawCapSettings } from "../core/capSettings";
 import { createCapService } from "../service/createCapService";
+import type { CapConfigDef, CapConfigNode, CapCredentials } from "./capConfigNode";
 
-export interface CapCredentials {
-  redisPassword?: string;
-  pgPassword?: string;
-  hmacSecret?: string;
-}
-
-export type CapConfigDef = NodeDef & RawCapSettings;
-
-/** The cap-config node: owns one CapService (store connection, rules) and closes it. */
-export interface CapConfigNode extends Node<CapCredentials> {
-  service?: CapService;
-  /** why the service could not start; every gate on this config reports it per msg */
-  problem?: Error;
-}
+export type { CapConfigDef, CapConfigNode, CapCredentials } from "./capConfigNode";
 
 export default function register(RED: NodeAPI): void {
   // the editor's Admission sidebar: every cap-config's gate counts, pushed over the editor's websocket

@@ -1,7 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission, type CapGateContext } from "../core/admission";
-import type { CapDecision } from "../core/caps/capEngine";
-import type { DecisionTo } from "../core/caps/claimCall";
+import type { CapDecision, DecisionTo } from "../core/caps/decisions";
 import { parseCandidates } from "../core/caps/candidates";
 import { checkAnswer } from "../core/caps/checkAnswer";
 import { HeldOrder } from "../core/hold/heldOrder";
@@ -9,7 +8,7 @@ import { ownValue } from "../core/ownKeys";
 import { claimHolder, parseSend, type Send } from "../core/send";
 import { StoreUnavailableError } from "../core/errors";
 import type { CapService } from "../core/capService";
-import type { CapConfigNode } from "./capConfig";
+import type { CapConfigNode } from "./capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting, secondsSetting } from "./gate/settings";
 import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";

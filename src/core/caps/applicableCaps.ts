@@ -1,35 +1,11 @@
 import { calendarPeriod } from "./calendarPeriod";
 import { counterFields } from "./counterFields";
 import { capCounterKey } from "./keys";
-import type { QuotaLimit } from "./totals/quotaStep";
 import { totalCounters } from "./totals/totalCounters";
 import type { CapRule } from "../rules/rules";
 import { ownValue } from "../ownKeys";
 import type { Send } from "../send";
-
-/** One cap that gates a given send, with the counter it claims in. */
-export interface ApplicableCap {
-  rule: CapRule;
-  /** the recipient's counter hash */
-  key: string;
-  /** this cap's counter in it */
-  field: string;
-  /** min(max_count, recipientLimits[cap]) */
-  max: number;
-  /** rolling: the window; calendar: the current period's length */
-  windowMs: number;
-  /** a recipient's calendar caps: the current period, in the send's zone: entries since startMs count, all free at resetAt (a total's period is the store's) */
-  startMs?: number;
-  resetAt?: number;
-  /** a total cap (SPEC §4 counts "total"): `key` is its shared counter, claimed through a lease, not in the recipient's hash */
-  quota?: QuotaLimit;
-}
-
-/** Where a cap's calendar periods are reckoned: the recipient's zone, else the gate's default. */
-export interface CapClock {
-  nowMs: number;
-  defaultZone: string;
-}
+import type { ApplicableCap, CapClock } from "./decisions";
 
 function appliesTo(rule: CapRule, send: Send): boolean {
   if (!rule.enabled) return false;

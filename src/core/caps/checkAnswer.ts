@@ -1,5 +1,5 @@
 import type { Candidate } from "./candidates";
-import type { CheckVerdict } from "./capEngine";
+import type { CheckVerdict } from "./decisions";
 
 export type Blocked = { cap_id: string; retry_after_seconds: number | null };
 

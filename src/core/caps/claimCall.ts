@@ -1,17 +1,11 @@
-import type { ApplicableCap } from "./applicableCaps";
-import type { BlockingCap, CapDecision, ClaimAttempt } from "./capEngine";
+import { blockedDecision } from "./capKinds";
+import type { ApplicableCap, CapDecision, ClaimAttempt, DecisionTo } from "./decisions";
 import type { StoreUnavailableError } from "../errors";
 import type { Send } from "../send";
 import type { Answer } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../store/storeAccess";
 import { mayHaveLanded } from "../store/storeFaults";
 import type { ClaimOutcome, ClaimRequest, CounterSpec } from "../store/admissionStore";
-
-/** Who is told a send's decision (CapEngine.claimTo): the decision, or a failure for Catch (the fail mode closed). Never throws. */
-export interface DecisionTo {
-  decided(decision: CapDecision): void;
-  failed(err: unknown): void;
-}
 
 /**
  * One send's claim of its own caps: the request the store is sent (and the
@@ -72,22 +66,4 @@ export class ClaimCall implements ClaimRequest, ClaimAttempt, Answer<ClaimOutcom
       ? { kind: "fail_open", error: failure, caps: this.#caps, attempt: this }
       : { kind: "fail_open", error: failure });
   }
-}
-
-/** A refused claim's decision: the caps that block it, the one that frees last first. */
-export function blockedDecision(caps: readonly ApplicableCap[], outcome: ClaimOutcome): CapDecision {
-  const blocking: BlockingCap[] = [];
-  outcome.counters.forEach((counter, i) => {
-    const cap = caps[i] as ApplicableCap;
-    if (counter.blocking) blocking.push({ rule: cap.rule, max: cap.max, count: counter.count, retryAfterMs: counter.retryAfterMs });
-  });
-  // the longest wait first: it names the cap that binds, and frees every other on the way
-  blocking.sort((a, b) => rank(b.retryAfterMs) - rank(a.retryAfterMs));
-  const first = blocking[0];
-  return { kind: "capped", blocking, retryAfterMs: first ? first.retryAfterMs : null };
-}
-
-/** A wait as it orders blocking caps: never (null) is the longest. */
-export function rank(retryAfterMs: number | null): number {
-  return retryAfterMs === null ? Number.POSITIVE_INFINITY : retryAfterMs;
 }

@@ -1,5 +1,5 @@
 import type { Node, NodeStatusFill, NodeStatusShape } from "node-red";
-import type { FailMode } from "../../core/caps/capEngine";
+import type { FailMode } from "../../core/store/storeAccess";
 import type { CapService } from "../../core/capService";
 import { ConfigError } from "../../core/errors";
 import type { RulesProviderState } from "../../core/rules/rulesProvider";

@@ -1,4 +1,5 @@
-import { applicableCaps, type ApplicableCap } from "../applicableCaps";
+import { applicableCaps } from "../applicableCaps";
+import type { ApplicableCap } from "../decisions";
 import { emptyRecord, ownValue } from "../../ownKeys";
 import type { CapRule } from "../../rules/rules";
 import type { Send } from "../../send";

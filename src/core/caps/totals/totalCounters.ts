@@ -1,4 +1,4 @@
-import type { ApplicableCap } from "../applicableCaps";
+import type { ApplicableCap } from "../decisions";
 import { capCounterField, totalCounterKey } from "../keys";
 import { PerValueTree, perValuesOf } from "../perValueTree";
 import type { CapRule } from "../../rules/rules";
