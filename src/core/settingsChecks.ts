@@ -144,3 +144,11 @@ export function throughputKeyProblem(keyType: unknown, key: unknown): "keyType" 
   if (type === "org" || type === "channel") return null;
   return typeof key === "string" && key.trim() !== "" ? null : "key";
 }
+
+/** A seconds property of a gate (deferMax, jitter): absent or blank takes the default, anything else must be a number >= 0. */
+export function secondsSetting(field: string, value: unknown, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${field}: must be seconds >= 0, got ${JSON.stringify(value)}`);
+  return n;
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { englishMessages } from "../../src/core/schema/catalog";
 import { burstProblem, positiveNumberProblem, throughputKeyProblem, waitSecondsProblem } from "../../src/core/settingsChecks";
-import { throughputSettings } from "../../src/nodes/throughputGate";
+import { throughputSettings } from "../../src/core/throughput/throughputSettings";
 
 const t = englishMessages();
 

@@ -42,3 +42,11 @@ export function planDeferral(dueAt: number | null, jitterMs: number, limits: Def
   const spread = Math.min(Math.max(0, jitterMs), Math.max(0, deadline - RELEASE_MARGIN_MS - dueAt));
   return { kind: "defer", dueAt: dueAt + Math.floor(random() * spread), firstDeferredAt: limits.firstDeferredAt ?? limits.now, deadline };
 }
+
+/**
+ * How long a msg a gate keeps for itself (parked, or a throughput-gate's paced
+ * msg past its instant) waits for that gate to run again (a tab disabled, a
+ * flow removed) before the queue drops it, reporting it: as long as a held
+ * msg's default deferMax.
+ */
+export const ABSENT_GATE_KEEP_MS = 6 * 3600_000;

@@ -1,4 +1,6 @@
 import { carried, ERROR_CODES, type Admission } from "../admission";
+import { releaseId } from "../hold/heldIds";
+import type { DeferredMsg } from "../hold/heldQueue";
 
 /** The ceiling a throughput-gate judged a msg against, as msg.admission tells it. */
 export interface CeilingInfo {
@@ -65,4 +67,36 @@ export function resetAdmission(previous: unknown, ceiling: string, ctx: Omit<Ctx
     status: "skipped", reason: "reset", gate: ctx.gate, claims, trail, ...deferral, throughput_key: ceiling,
     error: { code: ERROR_CODES.reset, message: `dropped by msg.reset while held for the throughput ceiling of ${ceiling}`, details: { throughput_key: ceiling } },
   };
+}
+
+/** A re-paced msg was held: whichever way it leaves now, its admission says which holding it was. */
+export function withReleaseId(admission: Admission, releaseIdKept: string | undefined): Admission {
+  if (releaseIdKept !== undefined) admission.release_id = releaseIdKept;
+  return admission;
+}
+
+/**
+ * The release_id of a held msg: the one it was paced with, kept across a
+ * re-pace, so a repeated release is still recognisable (a hash of its entry
+ * for one held before release ids were kept beside the msg).
+ */
+export function releaseIdOf(held: DeferredMsg): string {
+  return held.meta?.releaseId ?? releaseId(held);
+}
+
+/** What msg.admission says of each ceiling a gate meets: made once per ceiling (most flows pace one or a few), not per msg. */
+export class CeilingInfos {
+  private readonly infos = new Map<string, CeilingInfo>();
+
+  constructor(private readonly shape: { rate: number; intervalSeconds: number; burst: number }) {}
+
+  of(label: string): CeilingInfo {
+    let info = this.infos.get(label);
+    if (info === undefined) {
+      if (this.infos.size >= 1_000) this.infos.clear();
+      info = { key: label, rate: this.shape.rate, interval_seconds: this.shape.intervalSeconds, burst: this.shape.burst };
+      this.infos.set(label, info);
+    }
+    return info;
+  }
 }

@@ -5,8 +5,8 @@ import { expiredAdmission, heldAdmission, releasedAdmission } from "../../core/h
 import type { ReleaseHandler } from "../../core/hold/deferrals";
 import { heldMsgId, releaseId } from "../../core/hold/heldIds";
 import { HeldOrder } from "../../core/hold/heldOrder";
+import { storedCopy, storedMsg } from "../../core/hold/storedMsg";
 import { planDeferral, RELEASE_MARGIN_MS } from "../../core/hold/holdPlan";
-import { SendFieldError } from "../../core/errors";
 import { ownValue } from "../../core/ownKeys";
 import { sha256Hex } from "../../core/sha256";
 import { expiryOf, type Send } from "../../core/send";
@@ -21,34 +21,6 @@ export interface HoldingContext extends RefusalContext {
   jitterMs: number;
   /** the gate's: keeps each recipient's held msgs in arrival order */
   order: HeldOrder;
-}
-
-/**
- * What of a msg survives the queue: everything a JSON round trip keeps (http
- * req/res objects do not). A msg JSON cannot hold (a circular reference, a
- * BigInt) is that msg's own problem: it goes to Catch, naming why.
- */
-export function storedMsg(msg: AdmittedMsg): Record<string, unknown> {
-  return storedCopy("msg", queuedForm(msg));
-}
-
-/**
- * The msg as the queue is given it to keep, not copied (the queue's own JSON
- * is the copy): without an http in's req and res, which JSON cannot hold.
- */
-export function queuedForm(msg: AdmittedMsg): Record<string, unknown> {
-  if (!Object.hasOwn(msg, "req") && !Object.hasOwn(msg, "res")) return msg;
-  const { req: _req, res: _res, ...rest } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
-  return rest;
-}
-
-/** What a JSON round trip keeps of `value`; one JSON cannot hold is refused naming `field`. */
-function storedCopy<T>(field: string, value: T): T {
-  try {
-    return JSON.parse(JSON.stringify(value)) as T;
-  } catch (err) {
-    throw new SendFieldError(field, `cannot be held in the defer queue: ${(err as Error).message}`);
-  }
 }
 
 /**

@@ -5,7 +5,8 @@ import { expiredAdmission } from "../../core/hold/heldAdmission";
 import type { Deferrals } from "../../core/hold/deferrals";
 import { parkedMsgId, releaseId } from "../../core/hold/heldIds";
 import { GATE_OUTPUTS, type GateOutput } from "../../core/metrics/labels";
-import { storedMsg } from "./holding";
+import { storedMsg } from "../../core/hold/storedMsg";
+import { ABSENT_GATE_KEEP_MS } from "../../core/hold/holdPlan";
 import { giveBackClaims, type AdmittedMsg } from "./refusal";
 
 /**
@@ -29,14 +30,6 @@ const LASTS = "lasts";
 
 /** How long a parked msg's verdict holds: a redeploy or a restart lets it out well within this. */
 export const PARKED_FRESH_MS = 60_000;
-
-/**
- * How long a msg a gate keeps for itself (parked, or a throughput-gate's paced
- * msg past its instant) waits for that gate to run again (a tab disabled, a
- * flow removed) before the queue drops it, reporting it: as long as a held
- * msg's default deferMax.
- */
-export const ABSENT_GATE_KEEP_MS = 6 * 3600_000;
 
 /** Whose msg it is, as the gate read it: whose claims it gives back, and when it expires. */
 export interface Whose {
