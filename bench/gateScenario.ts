@@ -1,5 +1,5 @@
 import type { PostgresRules } from "../src/postgres/postgresRules";
-import type { CapConfigNode } from "../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../src/nodes/gate/capConfigNode";
 import { collectGarbage } from "../test/support/gc";
 import { drive } from "./load/driver";
 import type { Completions } from "./load/completions";

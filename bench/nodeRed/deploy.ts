@@ -1,5 +1,5 @@
 import type { Node } from "node-red";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import type { EmbeddedRed } from "./embeddedRed";
 import type { GateFlow } from "./gateFlow";
 import { nextFlowsStarted } from "./host";

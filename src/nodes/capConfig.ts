@@ -5,9 +5,9 @@ import { registerMetricsRoutes } from "./adminApi/metricsRoutes";
 import { AdmissionFeed } from "./sidebar/admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
 import { createCapService } from "../service/createCapService";
-import type { CapConfigDef, CapConfigNode, CapCredentials } from "./capConfigNode";
+import type { CapConfigDef, CapConfigNode, CapCredentials } from "./gate/capConfigNode";
 
-export type { CapConfigDef, CapConfigNode, CapCredentials } from "./capConfigNode";
+export type { CapConfigDef, CapConfigNode, CapCredentials } from "./gate/capConfigNode";
 
 export default function register(RED: NodeAPI): void {
   // the editor's Admission sidebar: every cap-config's gate counts, pushed over the editor's websocket

@@ -8,7 +8,7 @@ import { ownValue } from "../core/ownKeys";
 import { claimHolder, parseSend, type Send } from "../core/send";
 import { StoreUnavailableError } from "../core/errors";
 import type { CapService } from "../core/capService";
-import type { CapConfigNode } from "./capConfigNode";
+import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting, secondsSetting } from "./gate/settings";
 import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";

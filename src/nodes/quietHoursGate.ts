@@ -4,7 +4,7 @@ import type { CapService } from "../core/capService";
 import { HeldOrder } from "../core/hold/heldOrder";
 import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHours/quietWindow";
 import { parseSend } from "../core/send";
-import type { CapConfigNode } from "./capConfigNode";
+import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting, secondsSetting } from "./gate/settings";
 import { holdOrExpire } from "./gate/holding";

@@ -3,7 +3,7 @@ import { suppressionAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
 import { parseSend } from "../core/send";
 import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
-import type { CapConfigNode } from "./capConfigNode";
+import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting } from "./gate/settings";
 import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";

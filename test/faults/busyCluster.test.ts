@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import Redis from "ioredis";
 import type { Node, NodeMessage } from "node-red";
 import { flowNode, gateNodes, helper, TAB, type Msg } from "../support/nodeRed";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";
 import { sleep, uniquePrefix } from "../support/redis";

@@ -6,7 +6,7 @@ import { dropPrefix, sleep, uniquePrefix } from "../support/redis";
 import { helperSuiteWithRedis } from "../support/helperSuite";
 import { OwnRedis, OwnRedisCluster } from "../support/redisServer";
 import { collectGarbage } from "../support/gc";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import type { CapService } from "../../src/core/capService";
 import { StoreUnavailableError } from "../../src/core/errors";
 

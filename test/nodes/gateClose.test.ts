@@ -3,7 +3,7 @@ import { Collector, flowNode, gateNodes, helper, reasonOf, redeploy, TAB, type M
 import throughputGate from "../../src/nodes/throughputGate";
 import { REDIS_URL, redisClient, dropPrefix, sleep, uniquePrefix } from "../support/redis";
 import { SlowLink } from "../support/slowLink";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import type { CapService } from "../../src/core/capService";
 import { parkInQueue } from "../../src/nodes/gate/parking";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import Redis from "ioredis";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import type { RedisStore } from "../../src/redis/redisStore";
 import { helper, reasonOf, warnings } from "../support/nodeRed";
 import { deployGateFlow, sendInOrder } from "../support/gateFlow";

@@ -6,7 +6,7 @@ import { collectGarbage } from "../support/gc";
 import { SlowLink } from "../support/slowLink";
 import { SuiteStore } from "../support/suiteStore";
 import { useUserDir } from "../support/userDir";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import type { CapService } from "../../src/core/capService";
 import { StoreUnavailableError } from "../../src/core/errors";
 import type { DeferredMsg } from "../../src/core/hold/heldQueue";

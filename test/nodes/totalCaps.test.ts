@@ -5,7 +5,7 @@ import { deployGateFlow } from "../support/gateFlow";
 import { dropPrefix, uniquePrefix } from "../support/redis";
 import { helperSuiteWithRedis } from "../support/helperSuite";
 import { clearOfPeriodEnd } from "../support/calendarClock";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 
 const AD_TOTAL = { id: "ad-total", scope: "global", counts: "total", per: ["ad_id"], max_count: 1000, window_seconds: 1, window_type: "lifetime" };
 const ONE_PER_RECIPIENT = { id: "one-each", scope: "global", max_count: 1, window_seconds: 600 };

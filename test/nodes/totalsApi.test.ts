@@ -5,7 +5,7 @@ import { sleep } from "../support/redis";
 import { applicableCaps } from "../../src/core/caps/applicableCaps";
 import { withDefaults } from "../../src/core/rules/rules";
 import type { Send } from "../../src/core/send";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 
 const TOTAL_OF_5 = { id: "launch", scope: "global", counts: "total", max_count: 5, window_seconds: 86400 } as const;
 const AD_TOTAL = { id: "ad-total", scope: "channel", channel: "push", counts: "total", per: ["ad_id"], max_count: 100, window_seconds: 1, window_type: "lifetime" };

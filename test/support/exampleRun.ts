@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Node, NodeMessage } from "node-red";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";
 import type { FlowNode } from "./exampleFlow";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Node } from "node-red";
-import type { CapConfigNode } from "../../src/nodes/capConfigNode";
+import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import type { CapService } from "../../src/core/capService";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";

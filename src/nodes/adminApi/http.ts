@@ -2,7 +2,7 @@ import type { NodeAPI } from "node-red";
 import type { CapService } from "../../core/capService";
 import { SendFieldError, StoreUnavailableError } from "../../core/errors";
 import { RulesUnavailableError } from "../../core/rules/errors";
-import type { CapConfigNode } from "../capConfigNode";
+import type { CapConfigNode } from "../gate/capConfigNode";
 
 /** The slice of express's request and response the admin routes use. */
 export interface AdminRequest {

@@ -6,7 +6,7 @@ import type { GateCounts } from "../../core/metrics/gateCounts";
 import { OutputOrder } from "../../core/outputOrder";
 import { Intake } from "../../core/sendQueue/intake";
 import { withTimeout } from "../../core/store/withTimeout";
-import type { CapConfigNode } from "../capConfigNode";
+import type { CapConfigNode } from "./capConfigNode";
 import { GateStatus } from "./status";
 import { releaseHandler } from "./holding";
 import { runtimeMessages } from "./i18n";

@@ -1,6 +1,6 @@
 import type { Node, NodeAPI } from "node-red";
 import type { AdmissionClaim } from "../../core/admission";
-import type { CapConfigNode } from "../capConfigNode";
+import type { CapConfigNode } from "./capConfigNode";
 
 /** The msg whose claims are given back: its recipient and org as the gate read them. */
 export interface ClaimHolder {

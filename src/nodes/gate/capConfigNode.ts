@@ -1,6 +1,6 @@
 import type { Node, NodeDef } from "node-red";
-import type { CapService } from "../core/capService";
-import type { RawCapSettings } from "../core/capSettings";
+import type { CapService } from "../../core/capService";
+import type { RawCapSettings } from "../../core/capSettings";
 
 export interface CapCredentials {
   redisPassword?: string;
