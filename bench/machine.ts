@@ -35,7 +35,7 @@ export function cpuTicks(): CpuTicks | undefined {
     // cpu user nice system idle iowait irq softirq steal guest guest_nice (guest time is counted in user already)
     const fields = line.trim().split(/\s+/).slice(1, 9).map(Number);
     if (fields.length < 8 || fields.some((f) => !Number.isFinite(f))) return undefined;
-    return { total: fields.reduce((a, b) => a + b, 0), steal: fields[7] as number };
+    return { total: fields.reduce((a, b) => a + b, 0), steal: fields[7] };
   } catch {
     return undefined;
   }

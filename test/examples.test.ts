@@ -135,24 +135,24 @@ describe("examples/", function () {
         for (let t = 0; t < 400 && !done(); t++) await new Promise((r) => setTimeout(r, 5));
       };
       press("30 SMS for acme → skip");
-      await until(() => passed!.length + skipped!.length === 30);
-      assert.equal(passed!.length, 10);
-      assert.equal(skipped!.length, 20);
-      assert.ok(skipped!.every((m) => (m.admission as { reason: string; retry_after_seconds: number }).reason === "throughput_exceeded"
+      await until(() => passed.length + skipped.length === 30);
+      assert.equal(passed.length, 10);
+      assert.equal(skipped.length, 20);
+      assert.ok(skipped.every((m) => (m.admission as { reason: string; retry_after_seconds: number }).reason === "throughput_exceeded"
         && (m.admission as { retry_after_seconds: number }).retry_after_seconds <= 0.1));
       press("30 SMS for acme → queue");
-      await until(() => queued!.length >= 5);
+      await until(() => queued.length >= 5);
       await new Promise((r) => setTimeout(r, 250));
       press("reset acme's held SMS");
-      await until(() => queued!.length + reset!.length === 30);
-      assert.ok(queued!.length >= 5 && queued!.length <= 9, `${queued!.length} paced before the reset`);
-      assert.ok(reset!.every((m) => (m.admission as { reason: string }).reason === "reset"));
+      await until(() => queued.length + reset.length === 30);
+      assert.ok(queued.length >= 5 && queued.length <= 9, `${queued.length} paced before the reset`);
+      assert.ok(reset.every((m) => (m.admission as { reason: string }).reason === "reset"));
       press("30 SMS for acme → queue");
       await new Promise((r) => setTimeout(r, 100));
       press("flush acme's held SMS");
-      await until(() => queued!.length + reset!.length === 60);
-      assert.equal(queued!.length + reset!.length, 60, "every msg left, none lost");
-      assert.equal(errors!.length, 0);
+      await until(() => queued.length + reset.length === 60);
+      assert.equal(queued.length + reset.length, 60, "every msg left, none lost");
+      assert.equal(errors.length, 0);
     });
   });
 

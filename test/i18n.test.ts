@@ -72,7 +72,7 @@ const FAMILIES: Record<string, string[]> = {
 function constantsOf(source: string): Record<string, string> {
   const found: Record<string, string> = { RULE_MESSAGES: "sendgate.rules" };
   for (const m of source.matchAll(/const ([A-Z_]+) = ["`]([^"`]*)["`]/g)) {
-    found[m[1] as string] = (m[2] as string).replace(/\$\{([A-Z_]+)\}/g, (whole, name: string) => found[name] ?? whole);
+    found[m[1]] = m[2].replace(/\$\{([A-Z_]+)\}/g, (whole, name: string) => found[name] ?? whole);
   }
   return found;
 }
@@ -89,8 +89,8 @@ describe("i18n: every text comes from locales/en-US", () => {
       const constants = constantsOf(source);
       for (const m of source.matchAll(KEY_LITERAL)) {
         // a prefix that keys are built from (const K = "cap-config.errors") is not a key
-        if (/const [A-Z_]+ = $/.test(source.slice(0, m.index)) || /\.(json|html|svg)$/.test(m[1] as string)) continue;
-        const key = (m[1] as string).replace(/\$\{([A-Z_]+)\}/g, (whole, name: string) => constants[name] ?? whole);
+        if (/const [A-Z_]+ = $/.test(source.slice(0, m.index)) || /\.(json|html|svg)$/.test(m[1])) continue;
+        const key = m[1].replace(/\$\{([A-Z_]+)\}/g, (whole, name: string) => constants[name] ?? whole);
         if (!key.includes("${")) {
           assertKey(key, file);
         } else {
@@ -107,7 +107,7 @@ describe("i18n: every text comes from locales/en-US", () => {
   it("has each key the dialog templates ask for", () => {
     for (const type of TYPES) {
       const html = readFileSync(join(ROOT, "nodes", `${type}.html`), "utf8");
-      const keys = [...html.matchAll(/data-i18n="([^"]+)"/g)].flatMap((m) => (m[1] as string).split(";")).map((k) => k.replace(/^\[[a-z]+\]/, ""));
+      const keys = [...html.matchAll(/data-i18n="([^"]+)"/g)].flatMap((m) => m[1].split(";")).map((k) => k.replace(/^\[[a-z]+\]/, ""));
       assert.ok(keys.length > 5, `${type}: no data-i18n keys found`);
       for (const key of keys) {
         if (key.startsWith("node-red:")) assert.ok(lookup(NODE_RED, key.slice("node-red:".length)) !== undefined, `${type}.html: ${key}`);
@@ -146,7 +146,7 @@ describe("help: like the core nodes'", () => {
   it("keeps in each node's .html only its templates and a registerType", () => {
     for (const type of TYPES) {
       const html = readFileSync(join(ROOT, "nodes", `${type}.html`), "utf8");
-      const scripts = [...html.matchAll(/<script type="text\/javascript">([\s\S]*?)<\/script>/g)].map((m) => (m[1] as string).replace(/^\s*\/\/.*$/gm, "").trim());
+      const scripts = [...html.matchAll(/<script type="text\/javascript">([\s\S]*?)<\/script>/g)].map((m) => m[1].replace(/^\s*\/\/.*$/gm, "").trim());
       assert.equal(scripts.length, 1, type);
       assert.match(scripts[0] ?? "", new RegExp(`^RED\\.nodes\\.registerType\\("${type}", \\{[\\s\\S]*\\}\\);$`));
       assert.equal((scripts[0]?.match(/registerType/g) ?? []).length, 1);

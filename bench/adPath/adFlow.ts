@@ -11,7 +11,7 @@ export const CATEGORIES = ["sports", "news", "music"];
 
 /** A bid request's candidates: `count` ads over 5 campaigns and 3 categories (count + 8 counters in all). */
 export function candidates(count: number): { id: string; ad_id: string; campaign_id: string; category: string }[] {
-  return Array.from({ length: count }, (_, i) => ({ id: `ad${i}`, ad_id: `ad${i}`, campaign_id: `c${i % 5}`, category: CATEGORIES[i % 3] as string }));
+  return Array.from({ length: count }, (_, i) => ({ id: `ad${i}`, ad_id: `ad${i}`, campaign_id: `c${i % 5}`, category: CATEGORIES[i % 3] }));
 }
 
 export interface AdFlow {

@@ -57,13 +57,13 @@ function feed(tag: string, viewers: number, seed: number, shape: (msg: BenchMsg,
 /** A bid request of one viewer over the same 50 candidate ads. */
 function checkSource(tag: string, viewers: number, seed: number): MsgFeed {
   const ads = candidates(CANDIDATES);
-  return feed(tag, viewers, seed, (msg) => ({ ...msg, payload: "bid", candidates: ads }) as BenchMsg);
+  return feed(tag, viewers, seed, (msg) => ({ ...msg, payload: "bid", candidates: ads }));
 }
 
 /** An impression event of one of the 50 ads to one viewer. */
 function impressionSource(tag: string, viewers: number, seed: number): MsgFeed {
   const ads = candidates(CANDIDATES);
-  return feed(tag, viewers, seed, (msg, draw) => ({ ...msg, payload: "impression", attributes: ads[Math.floor(draw() * ads.length)] }) as BenchMsg);
+  return feed(tag, viewers, seed, (msg, draw) => ({ ...msg, payload: "impression", attributes: ads[Math.floor(draw() * ads.length)] }));
 }
 
 /** Starts request `slot`; calls `done` when it is answered. */
@@ -143,7 +143,7 @@ async function rawOpenLoop(ctx: AdPathContext, keyPrefix: string, count: number)
   // made once: only the viewer's key changes from call to call
   const [, numKeys, , ...rest] = rawArgs("inspect", sha, keyPrefix, "");
   const start: Start = (_slot, done) => {
-    ctx.redis.evalsha(sha, numKeys as string, `${keyPrefix}:{default|v${Math.floor(random() * 10_000)}}:c`, ...rest).then(done, done);
+    ctx.redis.evalsha(sha, numKeys, `${keyPrefix}:{default|v${Math.floor(random() * 10_000)}}:c`, ...rest).then(done, done);
   };
   try {
     await openLoop(start, 1_000, 1_000);

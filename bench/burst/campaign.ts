@@ -1,4 +1,4 @@
-import type { Node, NodeMessage } from "node-red";
+import type { Node } from "node-red";
 import { collectGarbage } from "../../test/support/gc";
 import type { Completions } from "../load/completions";
 import { noVerdicts, tally, type Verdicts } from "../load/verdicts";
@@ -34,7 +34,7 @@ export interface CampaignResult {
 type CampaignMsg = { _msgid: string; recipient: string; channel: string; messageId: string; payload: string; seq: number };
 
 function campaignMsgs(tag: string, count: number): CampaignMsg[] {
-  const msgs: CampaignMsg[] = new Array(count);
+  const msgs = new Array<CampaignMsg>(count);
   for (let i = 0; i < count; i++) {
     // each recipient twice, the second far from the first (a campaign's list, sent twice)
     const r = i % (count / 2);
@@ -107,7 +107,7 @@ function drain(gate: Node, completions: Completions, msgs: CampaignMsg[], handed
         resolve(verdicts);
       }
     });
-    for (let i = 0; i < msgs.length; i++) gate.receive(msgs[i] as unknown as NodeMessage);
+    for (let i = 0; i < msgs.length; i++) gate.receive(msgs[i]);
     handedOver?.();
     msgs.length = 0;
   });

@@ -89,11 +89,11 @@ export async function runBurst(red: EmbeddedRed, completions: Completions, optio
   const samples: Sample[] = [];
   for (let m = 0; m < MEASURED; m++) samples.push(await measuredBurst(gate, completions, options, m));
   const byRate = samples.slice().sort((a, b) => a.perSec - b.perSec);
-  const median = byRate[Math.floor(byRate.length / 2)] as Sample;
+  const median = byRate[Math.floor(byRate.length / 2)];
   const others = [...warmUps.map((w) => w.verdicts), ...samples.filter((x) => x !== median).map((x) => x.verdicts)];
   return {
     store: options.store, caps: options.caps, msgs: options.msgs, drainMs: median.drainMs, msgsPerSec: median.perSec,
-    minPerSec: (byRate[0] as Sample).perSec, maxPerSec: (byRate[byRate.length - 1] as Sample).perSec,
+    minPerSec: byRate[0].perSec, maxPerSec: byRate[byRate.length - 1].perSec,
     verdicts: median.verdicts, peakHeapMb: Math.max(...samples.map((x) => x.peakHeap)) / 2 ** 20,
     nodeCpuUsPerMsg: median.nodeCpuUs,
     firstBurstPerSec: options.msgs / ((warmUps[0] as { drainMs: number }).drainMs / 1000),

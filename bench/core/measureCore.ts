@@ -54,7 +54,7 @@ async function run(claimer: Claimer, redis: Redis, recipients: readonly string[]
   await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
     while (issued < claims) {
       const n = issued++;
-      const recipient = recipients[Math.floor(random() * recipients.length)] as string;
+      const recipient = recipients[Math.floor(random() * recipients.length)];
       const attempt = await claimer.claim(recipient, `m${seed}-${n}`);
       if (attempt.allowed) {
         allowed++;
@@ -75,7 +75,7 @@ function recipientsOf(count: number, tag: string): string[] {
 
 function median(runs: readonly CoreRun[]): CoreRun {
   const sorted = [...runs].sort((a, b) => a.perSec - b.perSec);
-  return sorted[Math.floor(sorted.length / 2)] as CoreRun;
+  return sorted[Math.floor(sorted.length / 2)];
 }
 
 /** Interleaved rounds of the core's claim and the chained limiters, the same attempts for both; the median round of each. */
@@ -113,7 +113,7 @@ async function fill(url: string, redis: Redis, recipients: number, perRecipient:
   await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
     while (next < total) {
       const n = next++;
-      await core.claim(names[n % recipients] as string, `f${n}`);
+      await core.claim(names[n % recipients], `f${n}`);
     }
   }));
   const seconds = (performance.now() - began) / 1000;

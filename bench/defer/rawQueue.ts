@@ -128,7 +128,7 @@ async function drainAll(queue: DeferQueue, count: number): Promise<{ released: n
     await poller.stop();
   }
   const elapsedMs = performance.now() - began;
-  if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
+  if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
   if (released !== count) throw new Error(`defer-raw: released ${released}, expected ${count}`);
   return { released, elapsedMs };
 }

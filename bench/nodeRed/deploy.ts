@@ -23,7 +23,7 @@ export async function deployGate(red: EmbeddedRed, flow: GateFlow): Promise<Depl
   await started;
 
   const gate = red.nodes.getNode(flow.gateId);
-  const config = red.nodes.getNode(flow.configId) as CapConfigNode | null;
+  const config = red.nodes.getNode<CapConfigNode>(flow.configId);
   if (!gate || !config) throw new Error(`deployed flow has no ${gate ? "cap-config" : "gate"} node`);
   if (!config.service) throw new Error(`cap-config did not start: ${config.problem?.message ?? "no service"}`);
   await storeReady(config, STORE_READY_MS);

@@ -61,7 +61,7 @@ export interface EmbeddedRed {
     remove(hookId: string): void;
   };
   /** the runtime's internal nodes module */
-  readonly nodes: { getNode(id: string): Node | null };
+  readonly nodes: { getNode<T extends Node = Node>(id: string): T | null };
   readonly runtime: {
     flows: {
       setFlows(opts: { flows: { flows: object[] }; deploymentType: "full" }): Promise<{ rev: string }>;

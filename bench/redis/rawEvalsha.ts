@@ -36,7 +36,7 @@ export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly Inl
 /** Calls the script once with the placeholders filled, so a wrong call fails here, not as N silent errors. */
 export async function probeClaim(client: Redis, args: readonly string[], capCount: number): Promise<void> {
   const [sha, numKeys, ...rest] = args.map((a) => a.split(RAND).join("000000000000"));
-  const reply = (await client.evalsha(sha as string, numKeys as string, ...rest)) as unknown;
+  const reply = (await client.evalsha(sha, numKeys, ...rest));
   if (!Array.isArray(reply) || reply.length !== 2 + 3 * capCount || reply[1] !== 1) throw new Error(`claim.lua probe answered ${JSON.stringify(reply)}`);
 }
 

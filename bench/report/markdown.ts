@@ -7,9 +7,9 @@ export function ms(value: number): string {
 
 /** A markdown table, columns padded so it reads in a terminal too; `right[i]` right-aligns column i. */
 export function renderTable(header: readonly string[], right: readonly boolean[], body: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] as string).length)));
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
   const line = (values: readonly string[]): string =>
-    `| ${values.map((v, i) => (right[i] ? v.padStart(widths[i] as number) : v.padEnd(widths[i] as number))).join(" | ")} |`;
+    `| ${values.map((v, i) => (right[i] ? v.padStart(widths[i]) : v.padEnd(widths[i]))).join(" | ")} |`;
   const rule = `|${widths.map((w, i) => (right[i] ? `${"-".repeat(w + 1)}:` : `${"-".repeat(w + 2)}`)).join("|")}|`;
   return [line(header), rule, ...body.map(line)].join("\n");
 }

@@ -15,8 +15,8 @@ function line(run: TotalsRun, other?: TotalsRun): string[] {
 export function totalsTable(rows: TotalsRows): string {
   const body: string[][] = [];
   for (let i = 0; i + 1 < rows.runs.length; i += 2) {
-    const leased = rows.runs[i] as TotalsRun;
-    const each = rows.runs[i + 1] as TotalsRun;
+    const leased = rows.runs[i];
+    const each = rows.runs[i + 1];
     body.push(line(leased, each), line(each));
   }
   return renderTable(HEADER, RIGHT, body);

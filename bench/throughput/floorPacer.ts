@@ -34,7 +34,7 @@ export default function register(RED: NodeAPI): void {
       timer = undefined;
       const now = preciseNow();
       while (head < held.length && (held[head] as { dueAt: number }).dueAt <= now) {
-        const due = held[head++] as { dueAt: number; msg: NodeMessage };
+        const due = held[head++];
         leave(due.msg, due.dueAt);
       }
       if (head === held.length) {

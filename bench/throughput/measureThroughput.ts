@@ -116,7 +116,7 @@ async function skipRow(ctx: ThroughputContext, store: StoreKind): Promise<SkipRo
   let sent = 0;
   while (sent < SKIP_MSGS) {
     while (sent < SKIP_MSGS && sent - allowed - skipped < IN_FLIGHT) {
-      bench.input.receive({ recipient: `r${sent % 10_000}`, channel: "sms", messageId: `m${sent}` } as NodeMessage);
+      bench.input.receive({ recipient: `r${sent % 10_000}`, channel: "sms", messageId: `m${sent}` });
       sent++;
     }
     await new Promise((resolve) => setImmediate(resolve));
@@ -137,7 +137,7 @@ async function offer(input: Node, rate: number, times = 2): Promise<number> {
   const started = Date.now();
   for (let slice = 0; slice < slices; slice++) {
     const upTo = Math.round((total * (slice + 1)) / slices);
-    while (n < upTo) input.receive({ recipient: `r${n}`, channel: "sms", messageId: `m${n++}` } as NodeMessage);
+    while (n < upTo) input.receive({ recipient: `r${n}`, channel: "sms", messageId: `m${n++}` });
     const next = started + (slice + 1) * SLICE_MS;
     await sleep(Math.max(0, next - Date.now()));
   }
@@ -202,8 +202,8 @@ async function delayPacing(ctx: ThroughputContext, rate: number): Promise<Pacing
 
 function pacingRow(who: string, rate: number, offered: number, late: number[], times: number[], offerEnd: number): PacingRow {
   const { p50, p99 } = summarize(Float64Array.from(late));
-  const p99Of = (keep: (at: number) => boolean): number => summarize(Float64Array.from(late.filter((_, i) => keep(times[i] as number)))).p99;
-  const span = times.length > 1 ? ((times.at(-1) as number) - (times[0] as number)) / 1000 : Number.NaN;
+  const p99Of = (keep: (at: number) => boolean): number => summarize(Float64Array.from(late.filter((_, i) => keep(times[i])))).p99;
+  const span = times.length > 1 ? ((times.at(-1) as number) - times[0]) / 1000 : Number.NaN;
   return {
     who, rate, offered, released: times.length, releasedPerSec: times.length > 1 ? (times.length - 1) / span : 0, p50Ms: p50, p99Ms: p99,
     p99WhileOfferedMs: p99Of((at) => at < offerEnd), p99AfterMs: p99Of((at) => at >= offerEnd),

@@ -30,7 +30,7 @@ const ROUNDS = 3;
 const WARM_ROUNDS = 4;
 
 function median(runs: readonly TotalsRun[]): TotalsRun {
-  return [...runs].sort((a, b) => a.perSec - b.perSec)[Math.floor(runs.length / 2)] as TotalsRun;
+  return [...runs].sort((a, b) => a.perSec - b.perSec)[Math.floor(runs.length / 2)];
 }
 const AD = { ad_id: "hot-ad" };
 

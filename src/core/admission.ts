@@ -158,12 +158,12 @@ const capIdOf = (cap: ApplicableCap): string => cap.rule.id;
 function capClaim(ctx: CapGateContext, caps: readonly ApplicableCap[], attempt: ClaimAttempt, at: string): AdmissionClaim {
   const claim: AdmissionClaim = {
     gate: ctx.gate, kind: "cap", config: ctx.configId, store: ctx.storeKind, member: attempt.member, token: attempt.token,
-    key: (caps[0] as ApplicableCap).key, fields: caps.map(fieldOf), cap_ids: caps.map(capIdOf), at,
+    key: caps[0].key, fields: caps.map(fieldOf), cap_ids: caps.map(capIdOf), at,
   };
   // a give-back tells a retry's slots by the enforced caps alone, as the claim did (claims.ts totalsStay)
   let shadow: string[] | undefined;
   for (let i = 0; i < caps.length; i++) {
-    const cap = caps[i] as ApplicableCap;
+    const cap = caps[i];
     if (cap.rule.enforcement === "shadow") (shadow ??= []).push(cap.field);
   }
   if (shadow) claim.shadow_fields = shadow;
@@ -248,7 +248,7 @@ function allowedCapAdmission(decision: Extract<CapDecision, { kind: "allowed" }>
   // free slots of the enforced caps: shadow caps never stop a send
   let remaining: number | undefined;
   for (let i = 0; i < caps.length; i++) {
-    const cap = caps[i] as ApplicableCap;
+    const cap = caps[i];
     if (slotTaken(counters[i])) taken++;
     if (cap.rule.enforcement === "shadow") continue;
     const left = Math.max(0, cap.max - (counters[i]?.count ?? 0));
@@ -268,7 +268,7 @@ function allowedCapAdmission(decision: Extract<CapDecision, { kind: "allowed" }>
     const { claims, trail, deferral } = carried(previous);
     if (claim) claims.push(claim);
     trail.push(entry);
-    if (totals) for (let i = 0; i < totals.length; i++) claims.push(totalClaim(ctx, totals[i] as TotalTaken, decision.attempt.member, at));
+    if (totals) for (let i = 0; i < totals.length; i++) claims.push(totalClaim(ctx, totals[i], decision.attempt.member, at));
     admission = { status: "allowed", gate: ctx.gate, claims, trail };
     if (deferral.deferrals !== undefined) admission.deferrals = deferral.deferrals;
     if (deferral.first_deferred_at !== undefined) admission.first_deferred_at = deferral.first_deferred_at;

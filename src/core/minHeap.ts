@@ -26,8 +26,8 @@ export class MinHeap<T> {
     let i = items.push(item) - 1;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!this.before(item, items[parent] as T)) break;
-      items[i] = items[parent] as T;
+      if (!this.before(item, items[parent])) break;
+      items[i] = items[parent];
       i = parent;
     }
     items[i] = item;
@@ -43,9 +43,9 @@ export class MinHeap<T> {
       const left = 2 * i + 1;
       if (left >= items.length) break;
       const right = left + 1;
-      const child = right < items.length && this.before(items[right] as T, items[left] as T) ? right : left;
-      if (!this.before(items[child] as T, last)) break;
-      items[i] = items[child] as T;
+      const child = right < items.length && this.before(items[right], items[left]) ? right : left;
+      if (!this.before(items[child], last)) break;
+      items[i] = items[child];
       i = child;
     }
     items[i] = last;

@@ -44,7 +44,7 @@ export class Place {
     this.key = key;
     this.group = group;
     let line = this.tails.get(group);
-    if (!line) this.tails.set(group, (line = new Map()));
+    if (!line) this.tails.set(group, (line = new Map<string, Place>()));
     this.line = line;
     const ahead = line.get(key);
     line.set(key, this);

@@ -30,7 +30,7 @@ async function* scanNode(node: Redis, match: string): AsyncGenerator<string[]> {
 export async function migrateLegacyCounters(client: RedisClient, prefix: string): Promise<number> {
   if ((await client.get(layoutKey(prefix))) === "2") return 0;
   const nodes: Redis[] = "nodes" in client && typeof client.nodes === "function" && client.constructor.name === "Cluster"
-    ? (client as Cluster).nodes("master")
+    ? (client).nodes("master")
     : [client as Redis];
   let moved = 0;
   for (const node of nodes) {

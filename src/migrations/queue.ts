@@ -21,7 +21,7 @@ export function legacyDeferKeys(keyPrefix: string): string[] {
  */
 export async function migrateLegacyQueue(client: RedisClient, scope: DeferScope): Promise<number> {
   const legacy = legacyDeferKeys(scope.keyPrefix);
-  const msgKey = legacy[2] as string;
+  const msgKey = legacy[2];
   if ((await client.exists(msgKey)) === 0) return 0;
   const scripts = withScripts(client);
   const keys = deferKeys(scope);
@@ -34,7 +34,7 @@ export async function migrateLegacyQueue(client: RedisClient, scope: DeferScope)
     const ids: string[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       try {
-        if ((JSON.parse(flat[i + 1] as string) as { gate?: unknown }).gate === scope.gate) ids.push(flat[i] as string);
+        if ((JSON.parse(flat[i + 1]) as { gate?: unknown }).gate === scope.gate) ids.push(flat[i]);
       } catch {
         // not readable: it stays where it is
       }

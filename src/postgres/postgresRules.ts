@@ -111,7 +111,7 @@ export class PostgresRules implements RulesProvider {
     } catch (err) {
       this.lastError = (err as Error).message;
       if (this.attempts === 0) options.warn(`rules database not reachable (${this.lastError}); retrying, the fail mode decides sends meanwhile`);
-      const delay = RETRY_OPEN_MS[Math.min(this.attempts, RETRY_OPEN_MS.length - 1)] as number;
+      const delay = RETRY_OPEN_MS[Math.min(this.attempts, RETRY_OPEN_MS.length - 1)];
       this.attempts++;
       if (!this.closed) {
         this.retryTimer = setTimeout(() => { this.attempt = this.open(); }, delay);

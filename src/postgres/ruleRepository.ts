@@ -105,7 +105,7 @@ export class PgRuleRepository {
          RETURNING ${SELECT_COLUMNS}`,
         writeValues(org, rule),
       );
-      return storedRule(rows[0] as RuleRow);
+      return storedRule(rows[0]);
     } catch (err) {
       if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw new RuleConflictError(org, rule.id);
       throw err;

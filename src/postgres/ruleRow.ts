@@ -43,7 +43,7 @@ export function rowToInput(row: RuleRow): CapRuleInput {
     if (value === null || value === undefined) continue;
     input[column] = value instanceof Date ? value.toISOString() : value;
   }
-  return input as CapRuleInput;
+  return input;
 }
 
 /** A row that passed the schema, in the §4 shape. */

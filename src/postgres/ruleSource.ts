@@ -69,7 +69,7 @@ export class PgRuleSource {
       pool = createRulesPool({ url: options.url, ...(options.password ? { password: options.password } : {}) });
       await migrateRulesTable(pool, table);
     } catch (err) {
-      await Promise.all([pool?.end(), options.bus?.close()].map((p) => p?.catch(() => undefined)));
+      await Promise.all([pool?.end(), options.bus?.close()].map((p) => Promise.resolve(p).catch(() => undefined)));
       throw err;
     }
     const repository = new PgRuleRepository({

@@ -54,7 +54,7 @@ export function rulesTable(text: unknown): RulesTable {
   const problem = rulesTableProblem(text);
   if (problem) throw new Error(problem);
   const parts = (text as string).split(".");
-  const table = parts[parts.length - 1] as string;
+  const table = parts[parts.length - 1];
   const schema = parts.length === 2 ? parts[0] : undefined;
   return {
     display: text as string,

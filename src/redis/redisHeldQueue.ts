@@ -113,12 +113,12 @@ export class RedisDeferQueue implements DeferQueue {
   async defer(entry: DeferInput, collapseKey?: string): Promise<DeferResult> {
     const [result] = await this.deferMany([{ entry, ...(collapseKey !== undefined ? { collapseKey } : {}) }]);
     if (result instanceof Error) throw result;
-    return result as DeferResult;
+    return result;
   }
 
   async deferMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
     this.open();
-    const results: (DeferResult | Error)[] = new Array(items.length);
+    const results = new Array<DeferResult | Error>(items.length);
     const good: { index: number; args: (string | number)[]; tag?: string }[] = [];
     items.forEach((item, index) => {
       try {
@@ -213,9 +213,9 @@ export class RedisDeferQueue implements DeferQueue {
     multi.sendgateDeferTag(tagged.length, ...tagged.map((t) => this.tagKey(t.tag as string)), ...tagged.flatMap((t) => [t.args[0] as string, t.args[1] as number]));
     const replies = await multi.exec();
     if (!replies) throw new Error("defer queue: transaction aborted");
-    const [putErr, put] = replies[0] as [Error | null, unknown];
+    const [putErr, put] = replies[0];
     if (putErr) throw putErr;
-    const [tagErr] = replies[1] as [Error | null, unknown];
+    const [tagErr] = replies[1];
     if (tagErr) throw tagErr;
     return put as (string | number)[];
   }

@@ -174,7 +174,7 @@ class CountersText {
   private make(counters: readonly CounterSpec[]): string {
     let text = "";
     for (let i = 0; i < counters.length; i++) {
-      const c = counters[i] as CounterSpec;
+      const c = counters[i];
       text += `,${c.field},${this.limits.index(c)}`;
     }
     this.last = counters;
@@ -185,7 +185,7 @@ class CountersText {
 
 /** The key an item's cluster slot is found by. */
 function slotKeyOf<I>(script: ScriptBatch<I, unknown>, item: I): string {
-  return script.keyOf ? script.keyOf(item) : ((script.keysOf as (item: I) => string[])(item)[0] as string);
+  return script.keyOf ? script.keyOf(item) : ((script.keysOf as (item: I) => string[])(item)[0]);
 }
 
 /** The KEYS of a call of these items, in order. */
@@ -193,7 +193,7 @@ function keysOf<I>(script: ScriptBatch<I, unknown>, items: readonly I[]): string
   const { keyOf } = script;
   if (keyOf) {
     const keys = new Array<string>(items.length);
-    for (let i = 0; i < items.length; i++) keys[i] = keyOf(items[i] as I);
+    for (let i = 0; i < items.length; i++) keys[i] = keyOf(items[i]);
     return keys;
   }
   return items.flatMap(script.keysOf as (item: I) => string[]);
@@ -203,9 +203,9 @@ function keysOf<I>(script: ScriptBatch<I, unknown>, items: readonly I[]): string
 interface ScriptBatch<I, O> {
   call: keyof StoreScripts;
   /** each item's one key (most scripts): read with no array per item */
-  keyOf?(item: I): string;
+  keyOf?: (item: I) => string;
   /** each item's keys, its slot's first, when it has more than one */
-  keysOf?(item: I): string[];
+  keysOf?: (item: I) => string[];
   /** the arguments of these items, in order */
   argsOf(items: readonly I[]): Arg[];
   /** every item's answer, in order */
@@ -229,7 +229,7 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
     const text = new CountersText(limits);
     const texts = new Array<string>(items.length);
     for (let i = 0; i < items.length; i++) {
-      const r = items[i] as ClaimRequest;
+      const r = items[i];
       texts[i] = text.arg(r.counters, entryTail(r.member, r.token));
     }
     // the sends in one argument (lua/claim.lua readItemTexts): the client writes each argument with a length
@@ -354,7 +354,7 @@ const quotaBatch: ScriptBatch<QuotaRequest, QuotaOutcome> = {
       const v = (j: number): number => Number(reply[1 + 11 * i + j]);
       const retry = v(10);
       return {
-        nowMs, accepted: v(0), bucket: v(1), granted: v(2), refunded: v(3), given: String(reply[1 + 11 * i + 4] ?? ""), lapsed: v(5) === 1,
+        nowMs, accepted: v(0), bucket: v(1), granted: v(2), refunded: v(3), given: textOf(reply[1 + 11 * i + 4]), lapsed: v(5) === 1,
         held: v(6), used: v(7), leased: v(8), leases: v(9), retryAfterMs: retry >= 0 ? retry : null,
       };
     });
@@ -427,17 +427,17 @@ export class RedisStore implements AdmissionStore {
     // the block list and the mark of a slot mid-move are on two masters: the list alone, then (not listed) the mark alone,
     // each one key, which follows the move
     const lists = await this.batch(suppressionBatch, moving.map((i) => {
-      const { markKey: _mark, ...listOnly } = checks[i] as SuppressionCheck;
+      const { markKey: _mark, ...listOnly } = checks[i];
       return listOnly;
     }));
     const clear: number[] = [];
     lists.forEach((answer, j) => {
-      const i = moving[j] as number;
+      const i = moving[j];
       if (!(answer instanceof Error) && answer.kind === "clear") clear.push(i);
       else answers[i] = answer;
     });
-    const marks = await this.batch(suppressionBatch, clear.map((i) => ({ ...(checks[i] as SuppressionCheck), markOnly: true })));
-    marks.forEach((answer, j) => { answers[clear[j] as number] = answer; });
+    const marks = await this.batch(suppressionBatch, clear.map((i) => ({ ...checks[i], markOnly: true })));
+    marks.forEach((answer, j) => { answers[clear[j]] = answer; });
     return answers;
   }
 
@@ -525,11 +525,11 @@ export class RedisStore implements AdmissionStore {
     // slot's call has its own deadline, counted by its master's silence
     const deadline = this.kind === "redis-cluster" ? this.slotDeadlineMs : undefined;
     const call = async (indexes: readonly number[]): Promise<void> => {
-      const group = indexes.map((i) => items[i] as I);
+      const group = indexes.map((i) => items[i]);
       const keys = keysOf(script, group);
       const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
-      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline, () => this.masterHeardAt(keys[0] as string)));
-      script.read(reply, group).forEach((answer, j) => { out[indexes[j] as number] = answer; });
+      const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline, () => this.masterHeardAt(keys[0])));
+      script.read(reply, group).forEach((answer, j) => { out[indexes[j]] = answer; });
     };
     await Promise.all(groups.map(async (indexes) => {
       try {
@@ -570,4 +570,9 @@ export class RedisStore implements AdmissionStore {
     if (this.everReady) return Promise.reject(new StoreUnavailableError("not_ready", `redis store is ${state}`));
     return this.firstConnection.wait();
   }
+}
+
+/** A script's reply element read as text: a bulk string as it is, a number as its digits, nothing as "". */
+function textOf(value: unknown): string {
+  return typeof value === "string" ? value : typeof value === "number" ? String(value) : "";
 }

@@ -10,7 +10,6 @@ import { InlineRules, type RulesProvider } from "../core/rules/rulesProvider";
 import type { RuleCacheStats } from "../core/rules/ruleCache";
 import { englishMessages } from "../core/schema/catalog";
 import { validateRules } from "../core/schema/validateRules";
-import type { AdmissionStore } from "../core/store/admissionStore";
 import { loadSnapshot } from "../core/store/memoryPersistence";
 import { MemoryStateFile } from "../core/store/memoryStateFile";
 import { MemoryStore } from "../core/store/memoryStore";
@@ -102,7 +101,7 @@ function redisParts(settings: CapSettings, secrets: CapSecrets, log: CapLog, env
     registry: new RedisGateRegistry(store.client, settings.keyPrefix, configId),
     firstUse: (gate) => migrations.forGate(scope(gate)),
   };
-  return { store: store as AdmissionStore, heldQueues };
+  return { store: store, heldQueues };
 }
 
 /** Another connection to the store's Redis (pub/sub needs its own), for rule changes between instances. */

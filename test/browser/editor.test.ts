@@ -89,7 +89,7 @@ describe("the editor in Chromium [browser]", function () {
     const after = await page.evaluate((t) => RED.nodes.filterNodes({ type: t }).map((n: { id: string }) => n.id), type);
     const added = after.filter((id: string) => !before.includes(id));
     assert.equal(added.length, 1, `dragging ${type} onto the workspace added ${added.length} nodes`);
-    return added[0] as string;
+    return added[0];
   }
 
   async function openDialog(id: string): Promise<void> {

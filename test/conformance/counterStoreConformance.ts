@@ -199,7 +199,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       const outcomes = (await store.claim(requests)).map(answered);
       // each recipient gets 5 sends in arrival order: the first 3 fit, the 4th and 5th are refused
       outcomes.forEach((o, i) => assert.equal(o.allowed, i < 3000, `send ${i}`));
-      const refused = outcomes[4999] as ClaimOutcome;
+      const refused = outcomes[4999];
       assert.deepEqual(refused.counters.map((c) => [c.count, c.blocking]), [[3, true], [3, false]]);
     });
 
@@ -452,7 +452,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
         assert.equal(out.filter((o) => o.allowed).length, 10);
         assert.deepEqual(out.slice(0, 10).map((o) => o.waitUs), new Array(10).fill(0));
         assert.deepEqual(out.slice(10).map((o) => [o.allowed, o.waitUs]), new Array(20).fill([false, 100_000]));
-        assert.ok(Math.abs(out[0]!.nowUs / 1000 - Date.now()) < 2000, "the store's clock, in µs");
+        assert.ok(Math.abs(out[0].nowUs / 1000 - Date.now()) < 2000, "the store's clock, in µs");
       });
 
       it("queue mode: each msg reserves the next free instant, T apart, and past maxWait nothing is reserved", async () => {
@@ -491,7 +491,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
         const key = ceiling("shared");
         const mine = (await store.throughput(Array.from({ length: 6 }, () => ({ key, ...limit, maxWaitUs: 60_000_000 })))).map((r) => answered(r));
         const theirs = answered((await store.throughput([{ key, ...limit, maxWaitUs: 60_000_000 }]))[0]);
-        const last = mine[5] as ThroughputOutcome;
+        const last = mine[5];
         const [kept] = await store.throughputRefund([{ key, ...limit, count: 3, lastUs: last.nowUs + last.waitUs }]);
         const after = answered((await store.throughput([{ key, ...limit, maxWaitUs: 60_000_000 }]))[0]);
         assert.ok(typeof kept === "number" && kept > 0);

@@ -30,7 +30,7 @@ async function seed(store: AdmissionStore, key: string, fields: [string, string]
 async function fieldsOf(store: AdmissionStore, key: string): Promise<[string, string][]> {
   if (store instanceof MemoryStore) return store.snapshot().quotas?.find(([k]) => k === key)?.[1].fields ?? [];
   const flat = await (store as RedisStore).client.call("HGETALL", key) as string[];
-  return Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i] as string, flat[2 * i + 1] as string]);
+  return Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]]);
 }
 
 /** The time buckets (fields b<start>) of a counter: [start, count], by start. */

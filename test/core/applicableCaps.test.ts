@@ -16,7 +16,7 @@ const rules = validateRules([
 ]);
 
 function send(raw: Partial<RawSend>) {
-  return parseSend({ recipient: "r1", channel: "sms", messageId: "m1", ...raw } as RawSend,
+  return parseSend({ recipient: "r1", channel: "sms", messageId: "m1", ...raw },
     { channels: DEFAULT_CHANNELS, defaultOrg: "default", requireTier: false });
 }
 

@@ -38,7 +38,7 @@ async function ready(store: RedisStore): Promise<void> {
 
 /** kind of each failure of `settled` ([] when all were answered) */
 function failures(settled: PromiseSettledResult<unknown>[]): string[] {
-  return settled.filter((s) => s.status === "rejected").map((s) => ((s as PromiseRejectedResult).reason as StoreUnavailableError).kind);
+  return settled.filter((s) => s.status === "rejected").map((s) => ((s).reason as StoreUnavailableError).kind);
 }
 
 /**
@@ -137,13 +137,13 @@ describe("core: a busy store that keeps answering is not timed out; a silent one
 
     it("answers claims on a master busy with 16 earlier calls of the same connection (320 ms of scripts, timeout 200 ms), beside the other masters' answers", async () => {
       const { store, claim } = await open(BUSY_TIMEOUT_MS);
-      const port = cluster.nodes[0]?.port as number;
+      const port = cluster.nodes[0]?.port;
       const prefix = uniquePrefix("busy-master");
       const onBusy = keysOn(prefix, port, 20);
       // warm: every master's connection open
       await Promise.all([...onBusy, ...keysOn(prefix, port, 20, true)].map((k) => claim(k)));
       const client = store.client as Cluster;
-      const busy = Array.from({ length: BUSY_CALLS }, () => client.eval(BUSY, 1, onBusy[0] as string, BUSY_US, BATCH_SIZED));
+      const busy = Array.from({ length: BUSY_CALLS }, () => client.eval(BUSY, 1, onBusy[0], BUSY_US, BATCH_SIZED));
       const started = performance.now();
       const settled = await Promise.allSettled([...keysOn(`${prefix}-b`, port, 20), ...keysOn(`${prefix}-b`, port, 20, true)].map((k) => claim(k)));
       const took = performance.now() - started;
@@ -155,7 +155,7 @@ describe("core: a busy store that keeps answering is not timed out; a silent one
 
     it("answers claims sent as the masters' connections open (their first calls) while a burst's hand-over blocks the loop 1.5 s", async () => {
       const { store, claim } = await open();
-      const port = cluster.nodes[0]?.port as number;
+      const port = cluster.nodes[0]?.port;
       const prefix = uniquePrefix("opening");
       // the cluster is ready; ioredis opens a master's own connection at the first call to it
       const opening = (store.client as Cluster).nodes("master").filter((n) => n.status !== "ready").length;
@@ -190,18 +190,18 @@ describe("core: a busy store that keeps answering is not timed out; a silent one
         const timed = async (keys: string[]) => {
           const started = performance.now();
           const settled = await Promise.allSettled(keys.map((k) => claim(k)));
-          return { kinds: settled.map((s) => (s.status === "fulfilled" ? "answered" : ((s as PromiseRejectedResult).reason as StoreUnavailableError).kind)), ms: performance.now() - started };
+          return { kinds: settled.map((s) => (s.status === "fulfilled" ? "answered" : ((s).reason as StoreUnavailableError).kind)), ms: performance.now() - started };
         };
         // a batch of the hung master's recipients alone, then one mixing them with the others'
         const alone = await timed(keysOn(`${prefix}-a`, hung.port, 3));
         const mixed = await timed([...keysOn(`${prefix}-m`, hung.port, 3), ...keysOn(`${prefix}-m`, hung.port, 3, true)]);
         // a call not split by slot (as the defer queue's, in one slot), timed by the send queue alone
         const direct = access.lane<string, number>("direct", async (s, keys) => {
-          await (s as RedisStore).client.eval("return 1", 1, keys[0] as string);
+          await (s as RedisStore).client.eval("return 1", 1, keys[0]);
           return keys.map(() => 1);
         });
         const directStarted = performance.now();
-        const directKind = await access.submit(direct, keysOn(`${prefix}-d`, hung.port, 1)[0] as string).then(() => "answered", (err: StoreUnavailableError) => err.kind);
+        const directKind = await access.submit(direct, keysOn(`${prefix}-d`, hung.port, 1)[0]).then(() => "answered", (err: StoreUnavailableError) => err.kind);
         const directMs = performance.now() - directStarted;
         streaming = false;
         await stream;

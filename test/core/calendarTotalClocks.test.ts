@@ -60,7 +60,7 @@ describe("a calendar_day total of 4 on two instances whose clocks straddle midni
       const fromB = await sendAll(b, ["b1"]);
       const again = await sendAll(a, ["a5", "a6", "a7", "a8"]);
       assert.deepEqual([admitted(first), admitted(fromB), admitted(again)], [4, 0, 0], "at most max_count (4) in one day, whatever the instances' clocks");
-      const refusal = fromB[0] as CapDecision;
+      const refusal = fromB[0];
       assert.equal(refusal.kind, "capped");
       // the store's day ends at its own midnight, not at B's (which passed half a second ago by B's clock)
       const retry = refusal.kind === "capped" ? refusal.retryAfterMs : null;
@@ -91,7 +91,7 @@ describe("a calendar_day total of 4 on two instances whose clocks straddle midni
       assert.deepEqual([...buckets()], [[midnight - DAY, 4]], "B, ahead, pruned nothing of the store's day and counted nothing in its own");
       const again = await sendAll(a, ["a5", "a6", "a7", "a8"]);
       assert.deepEqual([admitted(first), admitted(fromB), admitted(again)], [4, 0, 0], "at most max_count (4) in one day, whatever the instances' clocks");
-      const refusal = fromB[0] as CapDecision;
+      const refusal = fromB[0];
       assert.deepEqual(refusal.kind === "capped" ? refusal.retryAfterMs : refusal.kind, 1500, "free at the store's midnight");
       // the store's day turns; A's clock still reads the day before, and counts into the store's day all the same
       storeNow = midnight + 1000;

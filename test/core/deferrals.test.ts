@@ -234,7 +234,7 @@ describe("deferrals on two instances sharing one Redis", function () {
       assert.deepEqual(warnings.filter((w) => /dropped/.test(w)), []);
     } finally {
       await Promise.all([a.close(), b.close()]);
-      await dropPrefix(clients[0] as Redis, prefix);
+      await dropPrefix(clients[0], prefix);
       await Promise.all(clients.map((c) => c.quit()));
     }
   });

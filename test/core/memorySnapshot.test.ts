@@ -28,8 +28,8 @@ describe("memory store snapshot: throughput ceilings", () => {
   it("keeps a queue-mode ceiling's reserved instants: the next store hands out the instant after the last one, not now again", async () => {
     const before = new MemoryStore();
     const held = await reserve(before, 40);
-    const last = instant(held[39] as ThroughputOutcome);
-    assert.ok(last - (held[0] as ThroughputOutcome).nowUs >= 1_950_000, "40 at 20/s reach 2 s ahead");
+    const last = instant(held[39]);
+    assert.ok(last - held[0].nowUs >= 1_950_000, "40 at 20/s reach 2 s ahead");
     const after = reloaded(before);
     const [next] = await reserve(after, 1);
     assert.ok(next, "answered");
@@ -46,7 +46,7 @@ describe("memory store snapshot: throughput ceilings", () => {
     const after = reloaded(before);
     const next = (await after.throughput(keys.map((k) => ({ key: k, ...limit, maxWaitUs: 60_000_000 })))).map(answered);
     next.forEach((o, i) => {
-      const last = instant(first[3 * i + 2] as ThroughputOutcome);
+      const last = instant(first[3 * i + 2]);
       assert.ok(instant(o) >= last + limit.emissionUs - 1_000, `ceiling ${i}: next instant ${instant(o) - last} µs after its last`);
     });
     await Promise.all([before.close(), after.close()]);
@@ -99,7 +99,7 @@ describe("memory store snapshot: total caps' spends given back", () => {
     const spends = await before.quota(keys.map((key) => ({ key, leaseId: "", leaseMs: 10_000, ...LIFETIME, spend: 3, record: 0, refunds: [], frees: [], keep: -1, want: 0 })));
     const backs = spends.map((r, i) => {
       if (r instanceof Error) throw r;
-      return { key: keys[i] as string, back: { bucket: r.bucket, id: `s${i}`, atMs: r.nowMs } };
+      return { key: keys[i], back: { bucket: r.bucket, id: `s${i}`, atMs: r.nowMs } };
     });
     const frees = (store: MemoryStore) => store.quota(backs.map(({ key, back }) => ({ key, leaseId: "", leaseMs: 10_000, ...LIFETIME, spend: 0, record: 0, refunds: [], frees: [back], keep: -1, want: 0 })));
     assert.ok((await frees(before)).every((r) => !(r instanceof Error) && r.given === "1"));

@@ -147,7 +147,7 @@ describe("core/sendQueue: each store call reported for the latency histogram", (
     // the call's own round trip: its run (one at a time), not that plus the run(s) ahead of it, 30 ms or more each
     assert.equal(runs.length, 4);
     calls.forEach((c, i) => {
-      const run = runs[i] as number;
+      const run = runs[i];
       assert.ok(c.ms >= 25 && c.ms >= run - 1 && c.ms < run + 15, `${c.ms} ms is the call (its run took ${run} ms), not the queue`);
     });
     await assert.rejects(queue.submit(failing, 1), StoreUnavailableError);

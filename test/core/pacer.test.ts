@@ -50,8 +50,8 @@ describe("pacer: a gate's own held msgs, each released at its instant", function
     await sleep(5);
     assert.equal(out.length, 100_000);
     for (let k = 1; k < out.length; k++) {
-      const [a, b] = [instants[out[k - 1] as number] as number, instants[out[k] as number] as number];
-      assert.ok(a < b || (a === b && (out[k - 1] as number) < (out[k] as number)), `out of order at ${k}`);
+      const [a, b] = [instants[out[k - 1]], instants[out[k]]];
+      assert.ok(a < b || (a === b && out[k - 1] < out[k]), `out of order at ${k}`);
     }
   });
 

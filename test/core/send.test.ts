@@ -8,7 +8,7 @@ const rules = { channels: DEFAULT_CHANNELS, defaultOrg: "dflt", requireTier: fal
 
 function fieldOf(raw: Partial<RawSend>, requireTier = false): string {
   try {
-    parseSend({ recipient: "r", channel: "sms", messageId: "m", ...raw } as RawSend, { ...rules, requireTier });
+    parseSend({ recipient: "r", channel: "sms", messageId: "m", ...raw }, { ...rules, requireTier });
   } catch (err) {
     assert.ok(err instanceof SendFieldError);
     return err.field;

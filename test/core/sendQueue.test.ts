@@ -86,7 +86,7 @@ describe("core/sendQueue against a real Redis", function () {
       const until = performance.now() + handOverMs;
       while (performance.now() < until) { /* a split node handing over 10,000 msgs */ }
       const settled = await Promise.allSettled(pending);
-      const failed = settled.filter((s) => s.status === "rejected").map((s) => (s as PromiseRejectedResult).reason as StoreUnavailableError);
+      const failed = settled.filter((s) => s.status === "rejected").map((s) => (s).reason as StoreUnavailableError);
       assert.deepEqual(failed.map((f) => f.kind), [], "no call timed out waiting for the connection");
       assert.ok(settled.every((s) => s.status === "fulfilled" && s.value.allowed));
       await store.close();
@@ -109,8 +109,8 @@ describe("core/sendQueue against a real Redis", function () {
       while (performance.now() < until) { /* the rest of a split node's 10,000 msgs */ }
       const tickEnded = performance.now();
       const settled = await Promise.allSettled(pending);
-      assert.ok(writes.length > 0 && (writes[0] as number) < tickEnded, `round ${round}: a call was written during the tick`);
-      const failed = settled.filter((s) => s.status === "rejected").map((s) => ((s as PromiseRejectedResult).reason as StoreUnavailableError).kind);
+      assert.ok(writes.length > 0 && writes[0] < tickEnded, `round ${round}: a call was written during the tick`);
+      const failed = settled.filter((s) => s.status === "rejected").map((s) => ((s).reason as StoreUnavailableError).kind);
       assert.deepEqual(failed, [], `round ${round}`);
       // the next burst arrives in a later turn, as a flow's msgs do: by then the answered batches have left the queue
       // (in the same microtask run, the last batch may still count as in flight and the next burst wait for it)
@@ -132,7 +132,7 @@ describe("core/sendQueue against a real Redis", function () {
       await new Promise<void>((resolve) => {
         let left = told.length;
         const tell = (i: number): void => {
-          told[i] = (told[i] as number) + 1;
+          told[i] = told[i] + 1;
           if (--left === 0) resolve();
           if (i === 5) throw new Error("reader 5 fails");
         };
@@ -188,7 +188,7 @@ describe("core/sendQueue against a real Redis", function () {
     const settled = await Promise.allSettled(Array.from({ length: 600 }, (_, i) => q.access.submit(i % 2 === 0 ? q.lane : other, {
       key: `${prefix}:{o|r${i}}:c`, member: `m${i}`, token: 1, counters: CAP,
     })));
-    const failed = settled.filter((r) => r.status === "rejected").map((r) => ((r as PromiseRejectedResult).reason as StoreUnavailableError).kind);
+    const failed = settled.filter((r) => r.status === "rejected").map((r) => ((r).reason as StoreUnavailableError).kind);
     assert.deepEqual(failed.slice(0, 3), [], `${failed.length} of 600 failed beside the probe`);
     assert.equal(q.access.breaker.state(), "closed");
     assert.equal((await inFlight).allowed, true);

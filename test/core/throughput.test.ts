@@ -56,7 +56,7 @@ describe("throughput core", () => {
       assert.ok(tag.split("|").length >= 3, `${key}: not a recipient's two-part tag`);
     }
     assert.ok(!keys.includes(capCounterKey("fc", "acme", "t|o")));
-    assert.notEqual(`{${/\{([^}]*)\}/.exec(keys[0] as string)?.[1]}}`, recipientHashTag("acme", "t|o"));
+    assert.notEqual(`{${/\{([^}]*)\}/.exec(keys[0])?.[1]}}`, recipientHashTag("acme", "t|o"));
     assert.deepEqual(scopes.slice(0, 3).map(([org, scope]) => ceilingLabel(org, scope)), ["acme", "acme/sms", "acme/sms"]);
   });
 

@@ -35,11 +35,11 @@ describe("examples/ad-eligibility.json in a real Node-RED, sent what its steps s
     assert.equal(asks.length, 2, "① and ④ each show a curl line");
     assert.equal(pubs.length, 1, "② shows a mosquitto_pub line");
     const [ask, bad] = asks as [RegExpExecArray, RegExpExecArray];
-    const [, topic, message] = pubs[0] as RegExpExecArray;
+    const [, topic, message] = pubs[0];
 
     const send = async (command: RegExpExecArray) => {
-      const body = { ...(JSON.parse(command[1] as string) as Record<string, unknown>), recipient: viewer };
-      const answer = await example.postJson(command[2] as string, body);
+      const body = { ...(JSON.parse(command[1]) as Record<string, unknown>), recipient: viewer };
+      const answer = await example.postJson(command[2], body);
       return { status: answer.status, body: answer.json as Answer };
     };
 
@@ -49,10 +49,10 @@ describe("examples/ad-eligibility.json in a real Node-RED, sent what its steps s
 
     const broker = await connectAsync("mqtt://127.0.0.1:1883", { clientId: `sendgate-steps-${process.pid}-${Date.now()}` });
     try {
-      const impression = JSON.parse(message as string) as Record<string, unknown>;
+      const impression = JSON.parse(message) as Record<string, unknown>;
       assert.equal(impression.event_id, "ev-1");
       for (const event of ["ev-1", "ev-2", "ev-2", "ev-3"]) {
-        await broker.publishAsync(topic as string, JSON.stringify({ ...impression, recipient: viewer, event_id: `${viewer}-${event}` }), { qos: 1 });
+        await broker.publishAsync(topic, JSON.stringify({ ...impression, recipient: viewer, event_id: `${viewer}-${event}` }), { qos: 1 });
       }
     } finally {
       await broker.endAsync();

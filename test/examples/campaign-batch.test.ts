@@ -60,7 +60,7 @@ describe("examples/campaign-batch.json", function () {
 
     press("④ evening promo to all 5,000");
     await untilReports(3);
-    const { summary, recipients } = (reports[2] as Report).payload;
+    const { summary, recipients } = reports[2].payload;
     assert.deepEqual(summary, {
       campaign: "evening-promo", total: 5000, sent: 4630, skipped: 370, errors: 0,
       skipped_by: { "frequency_capped (marketing-sms-1-a-day)": 300, "frequency_capped (any-sms-3-a-day)": 20, opted_out: 50 },
@@ -68,10 +68,10 @@ describe("examples/campaign-batch.json", function () {
     // one row per contact, in the audience's order
     assert.deepEqual(recipients.map((r) => r.recipient), Array.from({ length: 5000 }, (_, i) => contact(i + 1)));
 
-    const capped = recipients[0] as Row;
+    const capped = recipients[0];
     assert.ok(typeof capped.retry_after_seconds === "number" && capped.retry_after_seconds > 86_000 && capped.retry_after_seconds <= 86_400, JSON.stringify(capped));
     assert.deepEqual(capped, { recipient: contact(1), status: "skipped", reason: "frequency_capped", frequency_cap_id: "marketing-sms-1-a-day", retry_after_seconds: capped.retry_after_seconds });
-    const backstop = recipients[300] as Row;
+    const backstop = recipients[300];
     assert.deepEqual([backstop.recipient, backstop.status, backstop.reason, backstop.frequency_cap_id], [contact(301), "skipped", "frequency_capped", "any-sms-3-a-day"]);
     assert.deepEqual(recipients[4950], { recipient: contact(4951), status: "skipped", reason: "opted_out" });
     assert.deepEqual(recipients[320], { recipient: contact(321), status: "sent", message_id: "evening-promo/contact-0321" });

@@ -62,7 +62,7 @@ describe("examples/: the catalogue", () => {
         const flow = parse(path);
         const tabs = flow.filter((n) => n.type === "tab");
         assert.equal(tabs.length, 1, "tabs");
-        const tab = tabs[0] as FlowNode;
+        const tab = tabs[0];
         for (const node of flow) {
           assert.equal(typeof node.id, "string", `a node without id in ${path}`);
           if (node.type === "tab" || CONFIG_TYPES.has(node.type)) continue;

@@ -49,7 +49,7 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
       const tab = (demo.find((n) => n.type === "tab") as FlowNode).id;
       for (const n of demo.filter((f) => typeof f.x === "number")) {
         assert.equal(n.z, tab, `${n.id} is on the demo's tab`);
-        for (const target of ((n.wires ?? []) as string[][]).flat()) assert.ok(ids.has(target), `${n.id} wires to ${target}`);
+        for (const target of ((n.wires ?? [])).flat()) assert.ok(ids.has(target), `${n.id} wires to ${target}`);
         if (typeof n.config === "string") assert.ok(ids.has(n.config), `${n.id}'s config ${n.config}`);
       }
       assert.equal(demo.filter((n) => n.type === "frequency-cap-gate" && n.config === "demo-5e1d0a6b7c3f4e02").length, 1);

@@ -22,7 +22,7 @@ describe("examples/opt-out-keywords.json in a real Node-RED", function () {
   const promo = async (): Promise<string> => {
     const before = example.debugNames().length;
     await example.press("promo SMS to +15551234567");
-    const name = example.debugNames()[before] as string;
+    const name = example.debugNames()[before];
     const msg = example.debug(name).at(-1) as { admission?: { reason?: string } };
     return name === "skipped" ? `skipped ${String(msg.admission?.reason)}` : name;
   };

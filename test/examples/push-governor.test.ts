@@ -14,7 +14,7 @@ import { clearOfBoundary, QUIET, quietRecipientAt, THREE_ZONES } from "../suppor
 const flow = readExample("push-governor.json");
 
 const recipients = (list: Msg[]) => list.map((m) => m.recipient);
-const city = (zone: string) => zone.split("/")[1] as string;
+const city = (zone: string) => zone.split("/")[1];
 const capIds = (list: Msg[]) => list.map((m) => admissionOf(m).cap_id);
 
 describe("examples/push-governor.json", function () {

@@ -94,7 +94,7 @@ describe("a 100,000-msg burst through suppression → frequency cap → quiet ho
         left++;
         by.set(id, (by.get(id) ?? 0) + 1);
         const i = Number(String(msg.messageId).slice(1));
-        times[i] = (times[i] as number) + 1;
+        times[i] = times[i] + 1;
         if (id === "caught") firstCaught ??= String((msg.error as { message?: string } | undefined)?.message);
         for (const step of ((msg.admission as { trail?: Trail[] } | undefined)?.trail ?? [])) {
           if (step.reason !== undefined) reasons.set(`${step.gate}:${step.reason}`, (reasons.get(`${step.gate}:${step.reason}`) ?? 0) + 1);
@@ -109,7 +109,7 @@ describe("a 100,000-msg burst through suppression → frequency cap → quiet ho
     const started = Date.now();
     const sup = helper.getNode("sup") as Node;
     // one tick, as a split node hands over a list
-    for (let i = 0; i < MSGS; i++) sup.receive({ recipient: `user-${i % RECIPIENTS}`, channel: "sms", messageId: `m${i}`, payload: { n: i } } as NodeMessage);
+    for (let i = 0; i < MSGS; i++) sup.receive({ recipient: `user-${i % RECIPIENTS}`, channel: "sms", messageId: `m${i}`, payload: { n: i } });
     while (left < MSGS && Date.now() - started < 840_000) await new Promise((resolve) => setTimeout(resolve, 50));
     const seconds = (Date.now() - started) / 1000;
     const failedOpen = [...reasons].filter(([key]) => key.endsWith(":fail_open") || key.endsWith(":circuit_open")).reduce((n, [, count]) => n + count, 0);

@@ -29,7 +29,7 @@ describe("a Redis Cluster master with a replica is killed -9 while a gate sends"
     await cluster.start();
     // every master shows its replica, and every replica is in sync
     for (let i = 0; ; i++) {
-      const ranges = await slotRanges(cluster.nodes[0]?.port as number);
+      const ranges = await slotRanges(cluster.nodes[0]?.port);
       const links = await Promise.all(cluster.nodes.map(async (n) => (await run("redis-cli", ["-p", String(n.port), "info", "replication"])).stdout));
       if (ranges.every((r) => r.replicas.length === 1) && links.every((l) => l.includes("role:master") || l.includes("master_link_status:up"))) break;
       if (i > 200) throw new Error("the replicas never came in sync");
@@ -48,8 +48,8 @@ describe("a Redis Cluster master with a replica is killed -9 while a gate sends"
       store: "redis", config: { store: "redis-cluster", redisNodes: cluster.seeds, keyPrefix: uniquePrefix("failover"), timeoutMs: 5000, failMode: "closed" },
       rules: [{ id: "five", scope: "channel", channel: "sms", max_count: MAX, window_seconds: 600 }],
     });
-    const ranges = await slotRanges(cluster.nodes[0]?.port as number);
-    const victim = ranges[0] as { from: number; to: number; master: number; replicas: number[] };
+    const ranges = await slotRanges(cluster.nodes[0]?.port);
+    const victim = ranges[0];
     assert.equal(victim.replicas.length, 1, "the victim master has a replica");
     const victimNode = cluster.nodes.find((n) => n.port === victim.master);
     assert.ok(victimNode);
@@ -89,7 +89,7 @@ describe("a Redis Cluster master with a replica is killed -9 while a gate sends"
     const victimsOver = victims.filter((r) => (allowed.get(r) ?? 0) > MAX);
     const index = (m: Msg) => Number(String(m.messageId).slice(1));
     const othersCaught = others.reduce((n, r) => n + (caught.get(r) ?? 0), 0);
-    const lastCaught = Math.max(killedAt, ...flow.out.of("caught").map((m) => sentAt[index(m)] as number));
+    const lastCaught = Math.max(killedAt, ...flow.out.of("caught").map((m) => sentAt[index(m)]));
     const promoted = (await run("redis-cli", ["-p", String(victim.replicas[0]), "role"])).stdout.split("\n")[0];
     console.log(`      cluster master kill -9 with a replica: sent ${total}, left ${ids.length}, lost ${total - new Set(ids).size}, twice ${ids.length - new Set(ids).size}, to Catch ${flow.out.of("caught").length} (intact, fail closed; ${othersCaught} of them for recipients on the other masters); ${others.length} recipients on other masters (${others.length - othersOff.length} exact), ${victims.length} on the killed one (${victimsOver.length} over the cap); last failure on a msg sent ${lastCaught - killedAt} ms after the kill, replica now ${promoted}`);
 
@@ -99,7 +99,7 @@ describe("a Redis Cluster master with a replica is killed -9 while a gate sends"
     assert.ok(victims.length > 10 && others.length > 10);
     assert.deepEqual(othersOff, [], "recipients on the other masters got exactly their cap of what the store answered");
     assert.equal(othersCaught, 0, "the failing master did not get sends to the healthy masters refused");
-    assert.ok(sentAt[total - 1] as number - lastCaught > 500, "msgs sent after the failover were answered by the new master");
+    assert.ok(sentAt[total - 1] - lastCaught > 500, "msgs sent after the failover were answered by the new master");
     for (const m of flow.out.of("caught")) assert.deepEqual(m.payload, { j: index(m) }, "intact");
     assert.ok(victims.every((r) => (allowed.get(r) ?? 0) + (caught.get(r) ?? 0) > 0), "every victim recipient was answered or caught");
   });

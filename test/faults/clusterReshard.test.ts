@@ -167,7 +167,7 @@ describe("a Redis Cluster reshards while a gate sends", function () {
     assert.equal(flow.out.of("allowed").length, used.length);
     await midMove(slot, async () => {
       // a burst: each recipient twice, all in one tick, the slot's recipients beside others in every batch
-      const everyone = inSlot.flatMap((r, i) => [r, elsewhere[i % elsewhere.length] as string]);
+      const everyone = inSlot.flatMap((r, i) => [r, elsewhere[i % elsewhere.length]]);
       for (let k = 0; k < 2; k++) for (const r of everyone) flow.send({ recipient: r, channel: "sms", messageId: `burst${k}-${r}` });
       await flow.out.until(used.length + 2 * everyone.length, 20_000);
       const burst = flow.out.sequence.slice(used.length).map((s) => s.msg);

@@ -69,14 +69,14 @@ describe("Redis dies in the middle of a stream of 10,000 msgs (kill -9, back aft
         }
         // recovery by itself: every msg sent a second or more after Redis was back was answered by Redis
         const index = (m: Msg) => Number(String(m.messageId).slice(1));
-        const late = flow.out.sequence.filter(({ msg }) => (sentAt[index(msg)] as number) >= back + 1000);
+        const late = flow.out.sequence.filter(({ msg }) => (sentAt[index(msg)]) >= back + 1000);
         assert.ok(late.length > 500, `msgs sent after recovery: ${late.length}`);
         const lateFailures = late.filter(({ id, msg }) => failed(id, msg));
         assert.equal(lateFailures.length, 0, `${lateFailures.length} msgs sent ≥ 1 s after Redis returned still failed`);
         // recovery: the first msg sent after Redis returned that Redis answered again, and the last that still failed
-        const afterBack = flow.out.sequence.filter(({ msg }) => (sentAt[index(msg)] as number) >= back).sort((a, b) => index(a.msg) - index(b.msg));
+        const afterBack = flow.out.sequence.filter(({ msg }) => (sentAt[index(msg)]) >= back).sort((a, b) => index(a.msg) - index(b.msg));
         const lastFailure = afterBack.filter(({ id, msg }) => failed(id, msg)).at(-1);
-        const recoveredMs = lastFailure ? (sentAt[index(lastFailure.msg)] as number) - back : 0;
+        const recoveredMs = lastFailure ? (sentAt[index(lastFailure.msg)]) - back : 0;
         const ids = flow.out.sequence.map((x) => String(x.msg.messageId));
         const outageFailures = flow.out.sequence.filter(({ id, msg }) => failed(id, msg)).length;
         console.log(`      Redis kill -9 mid-stream, fail ${failMode}: sent ${STREAM}, left ${ids.length}, lost ${STREAM - new Set(ids).size}, stuck 0, twice ${ids.length - new Set(ids).size}, ${failMode === "open" ? "failed open" : "to Catch intact"} ${outageFailures}; last failure sent ${recoveredMs} ms after Redis returned`);

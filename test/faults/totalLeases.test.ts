@@ -47,7 +47,7 @@ async function send(processes: NodeRedProcess[], recipients: string[], inFlight:
   await Promise.all(Array.from({ length: inFlight }, async () => {
     while (next < recipients.length) {
       const i = next++;
-      const target = processes[i % processes.length] as NodeRedProcess;
+      const target = processes[i % processes.length];
       const res = await fetch(`${target.baseUrl}/send`, {
         method: "POST", headers: { "content-type": "application/json" },
         body: JSON.stringify({ recipient: recipients[i], messageId: `${recipients[i]}-${i}-${Math.random()}`, attributes: { ad_id: "ad-1" } }),
@@ -109,7 +109,7 @@ describe("a total cap shared by two real Node-RED processes on one Redis", funct
     const fields = await redis.hgetall(key);
     const leases = Object.entries(fields).filter(([field]) => field.startsWith("l")).map(([, value]) => Number(value.split(",")[0]));
     assert.equal(leases.length, 1, `a holds one lease: ${JSON.stringify(fields)}`);
-    const stranded = leases[0] as number;
+    const stranded = leases[0];
     assert.ok(stranded > 0, "a holds unspent slots");
     await a.kill();
 

@@ -42,13 +42,13 @@ async function race(processes: NodeRedProcess[]): Promise<{ allowed: number; ski
     while (next < 1000) {
       const i = next++;
       const at = i % processes.length;
-      const res = await fetch(`${(processes[at] as NodeRedProcess).baseUrl}/send`, {
+      const res = await fetch(`${processes[at].baseUrl}/send`, {
         method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recipient: `user-${i % 10}`, messageId: `m${i}` }),
       });
       const body = await res.json() as { status?: string; reason?: string | null; error?: string };
       if (body.status === "allowed" && !body.reason) {
         allowed++;
-        byProcess[at] = (byProcess[at] as number) + 1;
+        byProcess[at] = byProcess[at] + 1;
       } else if (body.status === "skipped") {
         skipped++;
       } else {

@@ -141,7 +141,7 @@ describe("lua/claim.lua and its siblings in Redis", () => {
     const keys = (tag: string) => [key(`${tag}x`), key(`${tag}y`), key(`${tag}x`), key(`${tag}y`)];
     const limit = [1, 60_000, 1, 0, 0, 0];
     const joined = (await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))) as number[];
-    const mixed = (await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0] as string, sends.slice(1, 3).join(";"), sends[3] as string)) as number[];
+    const mixed = (await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0], sends.slice(1, 3).join(";"), sends[3])) as number[];
     // per claim: allowed, count, held, retry; each recipient's first is allowed, its second refused (a wait of ~60 s)
     const claims = (reply: number[]) => [0, 1, 2, 3].map((c) => [reply[1 + 4 * c], reply[2 + 4 * c], reply[3 + 4 * c], Number(reply[4 + 4 * c]) > 59_000 ? "waits" : reply[4 + 4 * c]]);
     assert.equal(joined.length, 1 + 4 * 4);

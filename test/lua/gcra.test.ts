@@ -19,7 +19,7 @@ describe("lua/gcra.lua in Redis", () => {
     const key = `${prefix}:{o|t|o}:tp`;
     const [sec, usec] = await redis.time();
     const reply = await run([key, key, key], [100_000, 100_000, 0, 100_000, 100_000, 0, 100_000, 100_000, 0]);
-    const now = reply[0] as number;
+    const now = reply[0];
     assert.ok(Math.abs(now - (Number(sec) * 1e6 + Number(usec))) < 1_000_000);
     // burst 2: two pass now, the third would conform in 100 ms
     assert.deepEqual(reply.slice(1), [1, 0, 1, 0, 0, 100_000]);
@@ -43,7 +43,7 @@ describe("lua/gcra.lua in Redis", () => {
   it("lua/gcra_refund.lua moves the TAT back by n × T, not before now, and leaves a missing ceiling missing", async () => {
     const key = `${prefix}:{o|t|o}:tp`;
     const reserved = await run([key, key, key], [100_000, 0, 1_000_000, 100_000, 0, 1_000_000, 100_000, 0, 1_000_000]);
-    const now = reserved[0] as number;
+    const now = reserved[0];
     assert.equal(await redis.get(key), String(now + 300_000));
     const refund = luaScript("gcra_refund");
     // per item: T, n, the latest given back instant, τ; the 3rd reservation (now + 200 ms) was the latest

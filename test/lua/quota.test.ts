@@ -42,7 +42,7 @@ describe("lua/quota.lua in Redis: a calendar total's period is the server's", ()
   const buckets = async (name: string): Promise<[number, number][]> => {
     const flat = await redis.call("HGETALL", key(name)) as string[];
     const out: [number, number][] = [];
-    for (let i = 0; i < flat.length; i += 2) if ((flat[i] as string).startsWith("b")) out.push([Number((flat[i] as string).slice(1)), Number(flat[i + 1])]);
+    for (let i = 0; i < flat.length; i += 2) if (flat[i].startsWith("b")) out.push([Number(flat[i].slice(1)), Number(flat[i + 1])]);
     return out.sort((x, y) => x[0] - y[0]);
   };
 
@@ -70,7 +70,7 @@ describe("lua/quota.lua in Redis: a calendar total's period is the server's", ()
     const keep = day.bucket + DAY - now + LEASE_MS + 60_000;
     assert.ok(ttl <= keep && ttl > keep - 5_000, `pttl ${ttl}: to the day's end, a lease and a minute`);
     const full = await run([["day", { leaseId: "A", max: 2, windowMs: DAY, calendar: 1, want: 1 }]]);
-    const refused = full.answers[0] as Answer;
+    const refused = full.answers[0];
     assert.deepEqual([refused.granted, refused.used, refused.retryAfterMs], [0, 2, day.bucket + DAY - full.now], "free at the server's next midnight");
   });
 

@@ -21,7 +21,7 @@ const HIERARCHY = [
 interface Ad { id: string; ad_id: string; campaign_id: string; category: string }
 
 function ad(i: number): Ad {
-  return { id: `ad${i}`, ad_id: i === 0 ? "vip" : `ad${i}`, campaign_id: `c${i % 5}`, category: ["sports", "news", "music"][i % 3] as string };
+  return { id: `ad${i}`, ad_id: i === 0 ? "vip" : `ad${i}`, campaign_id: `c${i % 5}`, category: ["sports", "news", "music"][i % 3] };
 }
 
 /** What the caps above allow for `candidate`, given the impressions counted (the test's own model). */
@@ -61,7 +61,7 @@ async function deployCheckFlow(config: Record<string, unknown>): Promise<CheckFl
       const before = out.total();
       (helper.getNode(id) as NonNullable<ReturnType<typeof helper.getNode>>).receive(msg);
       await out.until(before + 1);
-      return out.sequence[out.sequence.length - 1]?.msg as Msg;
+      return out.sequence[out.sequence.length - 1]?.msg;
     },
   };
 }
@@ -230,7 +230,7 @@ describe("check mode on Redis costs one command for 50 candidates", function () 
     const admin = new Redis(own.url);
     const calls = async () => {
       const stats = await admin.info("commandstats");
-      return new Map([...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map(([, name, n]) => [name as string, Number(n)]));
+      return new Map([...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map(([, name, n]) => [name, Number(n)]));
     };
     const before = await calls();
     const answered = await flow.send("checker", { recipient: "viewer", channel: "in_app", candidates });

@@ -58,7 +58,7 @@ describe("deferral hardening (redis store)", function () {
     for (const i of [0, 1]) flow.send({ recipient: `solo-${i}`, channel: "sms", messageId: `solo-${i}-b` }, i);
     for (const i of [0, 1]) {
       const first = Array.from({ length: 1000 }, (_, r) => ({ recipient: `c${i}-${r}`, channel: "sms", messageId: `c${i}-${r}-a` }));
-      const second = first.map((m) => ({ ...m, messageId: (m.messageId as string).replace(/-a$/, "-b") }));
+      const second = first.map((m) => ({ ...m, messageId: (m.messageId).replace(/-a$/, "-b") }));
       await burst(flow, [...first, ...second], i);
     }
     const heldAt = Date.now();
@@ -77,7 +77,7 @@ describe("deferral hardening (redis store)", function () {
     flow.send({ recipient: "r", channel: "sms", messageId: "held", payload: "try 2" });
     const burstMsgs = Array.from({ length: 1000 }, (_, r) => ({ recipient: `b${r}`, channel: "sms", messageId: `b${r}-a` }));
     await burst(flow, burstMsgs);
-    const retried = burstMsgs.flatMap((m) => [1, 2].map((n) => ({ ...m, messageId: (m.messageId as string).replace(/-a$/, "-b"), payload: `try ${n}` })));
+    const retried = burstMsgs.flatMap((m) => [1, 2].map((n) => ({ ...m, messageId: (m.messageId).replace(/-a$/, "-b"), payload: `try ${n}` })));
     await burst(flow, retried);
     await flow.out.until(1 + 1000 + 1001, 15_000);
     await sleep(500);
@@ -136,7 +136,7 @@ describe("deferral hardening (redis store)", function () {
     await sendInOrder(flow, [{ recipient: address, channel: "sms", messageId: "m0", topic: "news" }]);
     for (let i = 1; i <= 3; i++) flow.send({ recipient: address, channel: "sms", messageId: `m${i}`, topic: "news", payload: `to ${address}` });
     const others = Array.from({ length: 1000 }, (_, r) => ({ recipient: `${r}.${address}`, channel: "sms", messageId: `o${r}`, topic: "news" }));
-    await burst(flow, [...others, ...others.map((m) => ({ ...m, messageId: `${m.messageId as string}-b` }))]);
+    await burst(flow, [...others, ...others.map((m) => ({ ...m, messageId: `${m.messageId}-b` }))]);
     await sleep(500);
     const stored = await everythingStored(redis, keyPrefix);
     assert.ok(stored.length > 0);
@@ -223,7 +223,7 @@ describe("deferral hardening: release_id", function () {
       assert.match(idB ?? "", /^[0-9a-f]{32}$/);
       assert.notEqual(admissionOf(c).release_id, idB);
       // b goes round the chain, is deferred a second time and released again: a new release, a new id
-      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "d" }, b as Record<string, unknown>]);
+      await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "d" }, b]);
       await flow.out.until(5, 5000);
       const again = flow.out.of("deferred").at(-1);
       assert.equal(again?.messageId, "b");

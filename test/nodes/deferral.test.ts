@@ -47,7 +47,7 @@ for (const kind of STORE_KINDS) {
       assert.equal(released.length, 1);
       const waited = Date.now() - started;
       assert.ok(waited >= 1900, `released after ${waited} ms`);
-      const msg = released[0] as Msg;
+      const msg = released[0];
       assert.equal(msg.messageId, "m2");
       assert.deepEqual(msg.payload, { keep: ["me", 1, true, null] });
       assert.deepEqual(msg.custom, { deep: { x: 1 } });
@@ -74,7 +74,7 @@ for (const kind of STORE_KINDS) {
       assert.equal(released.length, 1_000);
       const order = new Map<string, number[]>();
       for (const m of released) order.set(String(m.recipient), [...(order.get(String(m.recipient)) ?? []), Number(String(m.messageId).slice(1))]);
-      const inverted = [...order].filter(([, ids]) => ids.some((id, i) => i > 0 && id < (ids[i - 1] as number)));
+      const inverted = [...order].filter(([, ids]) => ids.some((id, i) => i > 0 && id < ids[i - 1]));
       assert.deepEqual(inverted.slice(0, 3), [], `${inverted.length} of 500 recipients' held msgs left out of order`);
     });
 
@@ -122,11 +122,11 @@ for (const kind of STORE_KINDS) {
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "first", topic: "news" }]);
       for (const id of ["c1", "c2", "c3"]) flow.send({ recipient: "r", channel: "sms", messageId: id, topic: "news" });
       await flow.out.until(2, 5000);
-      const [group] = flow.out.of("deferred") as Msg[];
+      const [group] = flow.out.of("deferred");
       assert.deepEqual(((group as { collapsed?: Msg[] }).collapsed ?? []).map((m) => m.messageId), ["c1", "c2", "c3"]);
       // another msg takes the re-opened slot first: the group comes back round, is capped and held again, and a newer msg merges in
       await sendInOrder(flow, [{ recipient: "r", channel: "sms", messageId: "blocker", topic: "news" }]);
-      flow.send(group as Msg);
+      flow.send(group);
       await sleep(100);
       flow.send({ recipient: "r", channel: "sms", messageId: "n1", topic: "news" });
       await flow.out.until(4, 6000);

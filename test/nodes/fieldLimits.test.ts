@@ -88,7 +88,7 @@ for (const store of ["memory", "redis"] as const) {
       const msgs: Msg[] = [];
       for (let i = 0; i < 2000; i++) {
         const long = i % 2 === 1;
-        msgs.push({ recipient: long ? `${"r".repeat(LIMIT)}${i}` : `r${i}`, channel: "sms", messageId: `b${i}`, attributes: { campaign: "c" } } as Msg);
+        msgs.push({ recipient: long ? `${"r".repeat(LIMIT)}${i}` : `r${i}`, channel: "sms", messageId: `b${i}`, attributes: { campaign: "c" } });
       }
       for (const m of msgs) flow.send(m);
       await settle(flow, 2000);

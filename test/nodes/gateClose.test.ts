@@ -172,7 +172,7 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     await out.until(3001, 20_000);
     assert.equal(await service.deferrals.queueOf("tp0").size(), 0, "parked");
     const order = out.sequence.map((x) => (x.msg.messageId === "last" ? 3000 : Number(String(x.msg.messageId).slice(1))));
-    const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
+    const firstOut = order.findIndex((n, i) => i > 0 && n < order[i - 1]);
     assert.equal(firstOut, -1, `out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
     assertEachOnce(out.sequence.map((x) => String(x.msg.messageId)), 3001);
   });
@@ -240,7 +240,7 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
       for (let i = 0; i < 600; i++) deployed.send({ messageId: `m${i}`, recipient: "same" });
     });
     const order = [...first.out.sequence, ...second.out.sequence].map((x) => Number(String(x.msg.messageId).slice(1)));
-    const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
+    const firstOut = order.findIndex((n, i) => i > 0 && n < order[i - 1]);
     assert.equal(firstOut, -1, `out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
     assert.ok(second.out.total() > 0, "none was parked: the test proves nothing");
   });
@@ -254,7 +254,7 @@ describe("a gate on a full deploy: what it judges as it closes is kept and leave
     assert.equal(taken.length, 1000);
     assert.equal(new Set(taken.map((m) => m.dueAt)).size, 1, "parked in one ms");
     const order = taken.map((m) => Number(String(m.msg.messageId).slice(1)));
-    const firstOut = order.findIndex((n, i) => i > 0 && n < (order[i - 1] as number));
+    const firstOut = order.findIndex((n, i) => i > 0 && n < order[i - 1]);
     assert.equal(firstOut, -1, `handed out of order at ${firstOut}: ${order.slice(Math.max(0, firstOut - 3), firstOut + 3).join(",")}`);
   });
 

@@ -93,7 +93,7 @@ describe("give-backs touch only what the msg itself took", function () {
       const chain = await deployChain({ store, keyPrefix: uniquePrefix("refunded"), rules: ONE_A_DAY, config: { timeoutMs: 1000 } });
       const refundedOf = (m: Msg | undefined): number | undefined => (m?.admission as { trail: { refunded?: number }[] } | undefined)?.trail.at(-1)?.refunded;
       await push(chain, "capA", { recipient: "r", channel: "sms", messageId: "A" });
-      const sent = chain.out.of("sent")[0] as Msg;
+      const sent = chain.out.of("sent")[0];
       await push(chain, "release", structuredClone(sent));
       await push(chain, "release", structuredClone(sent));
       assert.deepEqual(chain.out.of("released").map(refundedOf), [1, 0], "the second release found nothing left to give back");
@@ -224,7 +224,7 @@ describe("give-backs touch only what the msg itself took", function () {
       const stalled = admin.debug("SLEEP", "0.3");
       await sleep(20);
       await push(chain, "capA", { recipient: "r", channel: "sms", messageId: "A" });
-      const retry = chain.out.of("sent")[1] as Msg;
+      const retry = chain.out.of("sent")[1];
       assert.equal(capAReason(retry), "fail_open", "the retry timed out");
       assert.equal((retry.admission as { claims: unknown[] }).claims.length, 1, "its possible claim is recorded, to be given back");
       await stalled;
@@ -262,7 +262,7 @@ describe("give-backs touch only what the msg itself took", function () {
       // 1. the check times out, but Redis makes the mark: the msg carries it, and its give-back frees the body
       let stalled = await stall();
       await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "A", payload: "hello" });
-      const a = chain.out.of("sent")[1] as Msg;
+      const a = chain.out.of("sent")[1];
       assert.equal(supReason(a), "fail_open", "the check timed out");
       assert.equal(dupClaims(a), 1, "its possible mark is on the msg");
       await stalled.over;
@@ -273,7 +273,7 @@ describe("give-backs touch only what the msg itself took", function () {
       // 2. B's mark stands; B retried while Redis stalls: the retry's give-back does not free B's mark
       stalled = await stall();
       await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "B", payload: "hello" });
-      const retry = chain.out.of("sent")[3] as Msg;
+      const retry = chain.out.of("sent")[3];
       assert.equal(supReason(retry), "fail_open");
       await stalled.over;
       await sleep(1100);
@@ -296,7 +296,7 @@ describe("give-backs touch only what the msg itself took", function () {
       const chain = await deployChain({ store: "redis", keyPrefix, rules: ONE_A_DAY, config: { redisUrl: link.url, timeoutMs: 1000 } });
       link.cutAnswerFrom("dropped-answer");
       await push(chain, "capA", { recipient: "dropped-answer", channel: "sms", messageId: "A" });
-      const first = chain.out.of("sent")[0] as Msg;
+      const first = chain.out.of("sent")[0];
       assert.equal(capAReason(first), "fail_open", "the claim's answer never came");
       assert.equal((first.admission as { claims: unknown[] }).claims.length, 1, "its possible claim is recorded, to be given back");
       await sleep(500); // reconnected
@@ -329,7 +329,7 @@ describe(`give-backs refuse forged claims (${kind} store)`, function () {
       await push(chain, "capA", { recipient: "victim", channel: "sms", messageId: "V1" });
       await push(chain, "capA", { recipient: "mallory", channel: "sms", messageId: "M1" });
       const [victimMsg, mallorys] = chain.out.of("sent") as [Msg, Msg];
-      const victimClaim = (victimMsg.admission as { claims: Record<string, unknown>[] }).claims[0] as Record<string, unknown>;
+      const victimClaim = (victimMsg.admission as { claims: Record<string, unknown>[] }).claims[0];
       // a function node copies the victim's claim onto mallory's msg, and one aimed at the defer queue
       const forged = { ...(mallorys.admission as object), claims: [victimClaim, { ...victimClaim, kind: "dup", key: `${keyPrefix}:{${keyPrefix}:dq}:msg` }] };
       await push(chain, "release", { ...mallorys, admission: forged });

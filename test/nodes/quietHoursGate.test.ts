@@ -119,7 +119,7 @@ describe(`quiet-hours-gate (window built around the current time, ${kind} store)
     const arrival = (m: Msg) => Number(String(m.messageId).slice(1));
     const byRecipient = new Map<string, Msg[]>();
     for (const m of out.of("deferred")) if (m.messageId !== "night") byRecipient.set(String(m.recipient), [...(byRecipient.get(String(m.recipient)) ?? []), m]);
-    const inverted = [...byRecipient].filter(([, msgs]) => msgs.some((m, i) => i > 0 && arrival(m) < arrival(msgs[i - 1] as Msg)));
+    const inverted = [...byRecipient].filter(([, msgs]) => msgs.some((m, i) => i > 0 && arrival(m) < arrival(msgs[i - 1])));
     assert.deepEqual(inverted.slice(0, 3).map(([r, msgs]) => [r, msgs.map((m) => m.messageId)]), [], `${inverted.length} recipients' msgs out of order`);
     const released = out.of("deferred").find((m) => m.messageId === "night");
     assert.ok(Date.now() >= w.endsAt, "not released before the window's end");
@@ -127,7 +127,7 @@ describe(`quiet-hours-gate (window built around the current time, ${kind} store)
     const admission = released?.admission as { status: string; reason: string; release_at: string; deferrals: number };
     assert.deepEqual([admission.status, admission.reason, admission.deferrals], ["deferred", "quiet_hours", 1]);
     assert.ok(Date.parse(admission.release_at) >= w.endsAt);
-    await push({ ...(released as Msg) });
+    await push({ ...(released) });
     assert.equal(out.of("allowed").at(-1)?.messageId, "night", "back round the chain after the window it passes");
   });
 });

@@ -28,7 +28,7 @@ describe("frequency-cap-gate on Redis: races, failures, cluster", function () {
     // the startup's layout marker (<prefix>:layout) lands whenever the migration check ends: count only counters
     const keys = (await redis.keys(`${keyPrefix}:*`)).filter((k) => !k.endsWith(":layout"));
     assert.equal(keys.length, 1);
-    assert.equal(((await redis.hgetBuffer(keys[0] as string, "seven"))?.length ?? 0) / 11, 7, "seven 11-byte entries");
+    assert.equal(((await redis.hgetBuffer(keys[0], "seven"))?.length ?? 0) / 11, 7, "seven 11-byte entries");
     await dropPrefix(redis, keyPrefix);
   });
 
@@ -47,8 +47,8 @@ describe("frequency-cap-gate on Redis: races, failures, cluster", function () {
     // the startup's layout marker (<prefix>:layout) lands whenever the migration check ends: count only counters
     const keys = (await redis.keys(`${keyPrefix}:*`)).filter((k) => !k.endsWith(":layout"));
     assert.equal(keys.length, 1);
-    assert.doesNotMatch(keys[0] as string, /bob|example/);
-    assert.match(keys[0] as string, /\{default\|[0-9a-f]{64}\}/);
+    assert.doesNotMatch(keys[0], /bob|example/);
+    assert.match(keys[0], /\{default\|[0-9a-f]{64}\}/);
     await dropPrefix(redis, keyPrefix);
   });
 

@@ -126,7 +126,7 @@ for (const kind of STORE_KINDS) {
     it("gives the slot back through release mode when the provider fails", async () => {
       const chain = await deployChain({ store, keyPrefix, rules: oneASms });
       await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "p1", payload: "first" });
-      const delivered = chain.out.of("sent")[0] as Msg;
+      const delivered = chain.out.of("sent")[0];
       assert.equal(admissionOf(delivered).claims.length, 2);
       await push(chain, "release", delivered);
       assert.equal(admissionOf(chain.out.of("released")[0]).trail.at(-1)?.status, "released");
@@ -139,9 +139,9 @@ for (const kind of STORE_KINDS) {
       const chain = await deployChain({ store, keyPrefix, rules: oneASms });
       await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m1", payload: "once" });
       await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m1", payload: "once" });
-      const retry = chain.out.of("sent")[1] as Msg;
+      const retry = chain.out.of("sent")[1];
       // it holds the first attempt's mark and slot beside it (two copies in flight share them): its give-back lets go of its hold only
-      assert.deepEqual(admissionOf(retry).claims.map((c) => (c as { kind: string }).kind).sort(), ["cap", "dup"]);
+      assert.deepEqual(admissionOf(retry).claims.map((c) => (c).kind).sort(), ["cap", "dup"]);
       await push(chain, "release", retry);
       assert.equal(admissionOf(chain.out.of("released")[0]).trail.at(-1)?.refunded, 0);
       await push(chain, "sup", { recipient: "r", channel: "sms", messageId: "m2", payload: "once" });

@@ -107,13 +107,13 @@ const HICCUP_MS = 40;
  */
 function assertPaced(releases: readonly Release[], intervalMs: number): void {
   const sorted = [...releases].sort((a, b) => a.at - b.at);
-  const gaps = sorted.slice(1).map((r, i) => r.at - (sorted[i] as Release).at);
+  const gaps = sorted.slice(1).map((r, i) => r.at - sorted[i].at);
   for (const r of sorted) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${r.due !== undefined ? r.due - r.at : 0} ms before its instant`);
   // a msg that passed at once has no instant to compare (it left a little after its reservation)
   const held = sorted.flatMap((r) => (r.due !== undefined ? [{ at: r.at, due: r.due }] : []));
   const instants = held.map((r) => r.due);
   for (let k = 0; k + 10 < instants.length; k++) {
-    const span = (instants[k + 10] as number) - (instants[k] as number);
+    const span = instants[k + 10] - instants[k];
     assert.ok(span >= 10 * intervalMs - 2, `instants ${k}..${k + 10} within ${span} ms: gaps ${gaps.join(",")}`);
   }
   const late = held.map((r) => r.at - r.due);
@@ -218,7 +218,7 @@ describe("throughput-gate", function () {
       }
       // the wait counts from the skipped msg's verdict, made once the store answered (its first call can take tens of ms)
       const first = admission(skipped[0]);
-      const judgedAt = Date.parse((first.trail[0] as { at: string }).at);
+      const judgedAt = Date.parse(first.trail[0].at);
       assert.ok(judgedAt >= sentAt - 1);
       await sleep(Math.max(0, judgedAt + (first.retry_after_seconds as number) * 1000 - Date.now()) + 5);
       send({ messageId: "after-retry" });
@@ -456,7 +456,7 @@ describe("throughput-gate", function () {
     assert.ok(sent.includes("lost0"));
     assert.deepEqual(inNoStore, [], "a crash then would lose a msg that was held");
     await out.until(2, 1000);
-    assert.equal(admission(out.of("allowed").find((m) => m.messageId === "lost0")).release_id, releaseId(entry as DeferredMsg), "its first release_id");
+    assert.equal(admission(out.of("allowed").find((m) => m.messageId === "lost0")).release_id, releaseId(entry), "its first release_id");
   });
 
   /**
@@ -522,7 +522,7 @@ describe("throughput-gate", function () {
     send({ messageId: "h1" });
     send({ messageId: "h2" });
     await out.until(2);
-    const refused = out.of("skipped")[0] as Msg;
+    const refused = out.of("skipped")[0];
     assert.equal(refused.statusCode, 429);
     assert.equal((refused.headers as Record<string, string>)["Retry-After"], "1");
     assert.ok((admission(refused).retry_after_seconds as number) <= 0.1);
@@ -617,7 +617,7 @@ describe("throughput-gate", function () {
       const caught = out.of("caught");
       assert.equal(caught.length, 20);
       assert.ok(caught.every((c) => /msg: cannot be held in the defer queue.*circular/i.test(String((c.error as { message: string }).message))), String((caught[0]?.error as { message: string } | undefined)?.message));
-      assert.deepEqual(caught.map((c) => ((c as Msg & { self?: Msg }).self as Msg | undefined)?.messageId), caught.map((c) => c.messageId), "Catch gets each msg intact, its loop too");
+      assert.deepEqual(caught.map((c) => ((c as Msg & { self?: Msg }).self)?.messageId), caught.map((c) => c.messageId), "Catch gets each msg intact, its loop too");
       send({ messageId: "next" });
       await out.until(22, 3000);
       const next = out.of("allowed").find((m) => m.messageId === "next") as Msg;
@@ -747,8 +747,8 @@ describe("throughput-gate", function () {
       assert.equal(releases.filter((r) => r.due === undefined).length, 1);
       // the one that left at once is placed by when it reached allowed, which trails its instant by up to a hiccup
       const instants = releases.map((r) => r.due ?? r.at - HICCUP_MS).sort((a, b) => a - b);
-      for (let i = 1; i < instants.length; i++) assert.ok((instants[i] as number) - (instants[i - 1] as number) >= 99, `instants ${instants.join(",")}`);
-      assert.ok((instants[0] as number) > Date.now() - 2000, "a new instant, not the one 5 s ago");
+      for (let i = 1; i < instants.length; i++) assert.ok(instants[i] - instants[i - 1] >= 99, `instants ${instants.join(",")}`);
+      assert.ok(instants[0] > Date.now() - 2000, "a new instant, not the one 5 s ago");
     });
 
     it(`re-paces a dead holder's burst of 2,000 found 5 s past their instants (${store}): at 1,000/s, each once, each on an instant of its own, none to Catch`, async () => {
@@ -773,7 +773,7 @@ describe("throughput-gate", function () {
       assert.ok(Math.max(...instants) - Math.min(...instants) >= instants.length - 1, `instants over ${Math.max(...instants) - Math.min(...instants)} ms`);
       for (const r of releases) assert.ok(r.due === undefined || r.at >= r.due - 1, `left ${(r.due as number) - r.at} ms before its instant`);
       const sorted = releases.map((r) => r.at).sort((a, b) => a - b);
-      assert.ok((sorted.at(-1) as number) - (sorted[0] as number) >= 1900, `2,000 left within ${(sorted.at(-1) as number) - (sorted[0] as number)} ms`);
+      assert.ok((sorted.at(-1) as number) - sorted[0] >= 1900, `2,000 left within ${(sorted.at(-1) as number) - sorted[0]} ms`);
       await assertNothingHeld("every re-paced msg acked, the old entries too");
     });
   }
@@ -1035,7 +1035,7 @@ describe("throughput-gate on the memory store across a redeploy (its state file 
     assert.deepEqual(early.slice(0, 3), [], `${early.length} new msgs were given instants among the held msgs' (last held instant ${lastA})`);
     // and the instants of all the held msgs, old and new, stay T apart (less the rounding of release_at to whole ms)
     const instants = all.flatMap((r) => (r.due !== undefined ? [r.due] : [])).sort((x, y) => x - y);
-    const close = instants.slice(1).filter((t, i) => t - (instants[i] as number) < interval - 1);
+    const close = instants.slice(1).filter((t, i) => t - instants[i] < interval - 1);
     assert.equal(close.length, 0, `${close.length} instants closer than ${interval} ms`);
   }
 

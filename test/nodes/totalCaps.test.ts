@@ -66,8 +66,8 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     await send("carol", "c1", 5);
     await send("dave", "d1", 6);
     assert.deepEqual(flow.out.of("allowed").map((m) => m.recipient), ["alice", "bob", "carol"]);
-    assert.equal(capIdOf(flow.out.of("skipped")[2] as Msg), "ad-total");
-    const allowed = flow.out.of("allowed")[0] as Msg;
+    assert.equal(capIdOf(flow.out.of("skipped")[2]), "ad-total");
+    const allowed = flow.out.of("allowed")[0];
     const claims = (allowed.admission as { claims: { kind: string; cap_ids: string[] }[] }).claims;
     assert.deepEqual(claims.map((c) => [c.kind, c.cap_ids.join()]).sort(), [["cap", "one-each"], ["total", "ad-total"]]);
     await dropPrefix(redis, keyPrefix);
@@ -92,7 +92,7 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
       flow.send({ recipient: "carol", channel: "push", messageId: "c", attributes: { ad_id: "ad-1" } });
       await flow.out.until(2008, 10_000);
       assert.deepEqual(flow.out.of("allowed").slice(2006).map((m) => m.recipient), ["bob"]);
-      assert.equal(capIdOf(flow.out.of("skipped")[0] as Msg), "ad-total");
+      assert.equal(capIdOf(flow.out.of("skipped")[0]), "ad-total");
       if (store === "redis") await dropPrefix(redis, keyPrefix);
     });
   }
@@ -107,7 +107,7 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
       flow.send({ recipient: "r1", channel: "push", messageId: "B" });
       await flow.out.until(2, 10_000);
       assert.deepEqual(flow.out.sequence.map(({ id, msg }) => `${String(msg.messageId)}:${id}`), ["A:allowed", "B:skipped"]);
-      assert.equal(capIdOf(flow.out.of("skipped")[0] as Msg), "one-each");
+      assert.equal(capIdOf(flow.out.of("skipped")[0]), "one-each");
       if (store === "redis") await dropPrefix(redis, keyPrefix);
     });
 
@@ -205,7 +205,7 @@ describe("total caps (counts: total): an ad's budget over every recipient", func
     const config = helper.getNode("cfg0") as CapConfigNode;
     const service = config.service;
     assert.ok(service);
-    const first = flow.out.of("allowed")[0] as Msg;
+    const first = flow.out.of("allowed")[0];
     const { given, refused } = await service.release((first.admission as { claims: never[] }).claims, { recipient: "a" });
     assert.equal(given, 1);
     assert.equal(refused.length, 0);

@@ -77,7 +77,7 @@ function byGate(samples: VectorSample[]): Record<string, number> {
 function readmeLanes(): string[] {
   const row = readFileSync(join(ROOT, "README.md"), "utf8").split("\n").find((l) => l.startsWith("| `sendgate_store_call_duration_seconds`"));
   const lanes = /`lane` \(([^)]*)\)/.exec(row ?? "")?.[1] ?? "";
-  return [...lanes.matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
+  return [...lanes.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
 }
 
 async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, ms = 60_000): Promise<T> {
@@ -175,7 +175,7 @@ describe("metrics scraped by a real Prometheus from a real Node-RED [prometheus]
     assert.deepEqual(throughput.map((s) => s.metric.result), ["ok"]);
     assert.ok((throughput[0]?.value ?? 0) >= 1 && (throughput[0]?.value ?? 0) <= 3, JSON.stringify(throughput));
     const named = readmeLanes();
-    assert.deepEqual(lanes.map((s) => s.metric.lane).filter((l) => !named.includes(l as string)), [], `README lanes: ${named.join(", ")}`);
+    assert.deepEqual(lanes.map((s) => s.metric.lane).filter((l) => !named.includes(l)), [], `README lanes: ${named.join(", ")}`);
   });
 
   it("evaluates every shipped alert rule without error, and raises the ones this mix calls for", async () => {

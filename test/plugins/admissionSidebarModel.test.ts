@@ -38,7 +38,7 @@ describe("editor plugin: the Admission sidebar's model", () => {
   it("takes every text of the sidebar from its catalog, and each key it asks for is there", () => {
     assert.equal(model.CATALOG, "@sendgate/node-red-frequency-cap/admission-sidebar");
     const source = readFileSync(join(ROOT, "resources", "admission-sidebar.js"), "utf8");
-    const keys = [...source.matchAll(/\bt\("([a-zA-Z.]+)"\s*[,)]/g)].map((m) => m[1] as string);
+    const keys = [...source.matchAll(/\bt\("([a-zA-Z.]+)"\s*[,)]/g)].map((m) => m[1]);
     assert.ok(keys.length > 30, `${keys.length} keys found`);
     for (const key of keys) t(key, {});
     for (const kind of ["allowed", "skipped", "deferred", "errors"]) t(`stat.${kind}`);

@@ -31,7 +31,7 @@ export class EditorComms {
         } else if (topic.startsWith("status/")) {
           const id = topic.slice("status/".length);
           const list = this.status.get(id) ?? [];
-          list.push(payload as ShownStatus);
+          list.push(payload);
           this.status.set(id, list);
         }
       }

@@ -49,12 +49,12 @@ export const demoScript = require(join(ROOT, "scripts", "demoFlow.js")) as DemoF
 export function nodeNamed(flow: readonly FlowNode[], type: string, name: string): FlowNode {
   const found = flow.filter((n) => n.type === type && n.name === name);
   assert.equal(found.length, 1, `example has ${found.length} ${type} nodes named "${name}"`);
-  return found[0] as FlowNode;
+  return found[0];
 }
 
 /** The one node of `type`. */
 export function onlyNode(flow: readonly FlowNode[], type: string): FlowNode {
   const found = flow.filter((n) => n.type === type);
   assert.equal(found.length, 1, `example has ${found.length} ${type} nodes`);
-  return found[0] as FlowNode;
+  return found[0];
 }

@@ -40,7 +40,7 @@ export class ExampleRun {
   id(type: string, name: string): string {
     const found = this.flow.filter((n) => n.type === type && n.name === name);
     assert.equal(found.length, 1, `the flow has ${found.length} ${type} nodes named "${name}"`);
-    return (found[0] as FlowNode).id;
+    return found[0].id;
   }
 
   /** What reached the debug node `name` so far. */

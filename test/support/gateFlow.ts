@@ -52,9 +52,9 @@ export async function deployGateFlow(options: GateFlowOptions): Promise<GateFlow
   const out = new Collector(["allowed", "skipped", "deferred", "caught"]);
   return {
     gates,
-    gate: gates[0] as Node,
+    gate: gates[0],
     out,
-    send: (msg, index = 0) => (gates[index] as Node).receive(msg),
+    send: (msg, index = 0) => gates[index].receive(msg),
   };
 }
 

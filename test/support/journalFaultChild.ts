@@ -8,7 +8,7 @@
 import { JOURNAL_RETRY_MS, MemoryDeferStore } from "../../src/core/hold/memoryHeldQueues";
 import type { DeferInput } from "../../src/core/hold/heldQueue";
 
-const file = process.argv[2] as string;
+const file = process.argv[2];
 const BURST = 5_000;
 const now = Date.now();
 const warnings: string[] = [];

@@ -48,7 +48,7 @@ export function dashboardExprs(): { where: string; expr: string }[] {
     // label_values(<selector>, <label>): the selector is PromQL, the label is not
     const m = /^label_values\((.*),\s*[a-zA-Z_]\w*\)$/.exec(query.trim());
     assert.ok(m, `variable ${v.name}: ${query} is not label_values(<selector>, <label>)`);
-    found.push({ where: `variable ${v.name}`, expr: m[1] as string });
+    found.push({ where: `variable ${v.name}`, expr: m[1] });
   }
   return found;
 }

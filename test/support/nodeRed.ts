@@ -87,8 +87,8 @@ export class Collector {
       const list: Msg[] = [];
       this.got.set(id, list);
       (helper.getNode(id) as Node).on("input", (msg: NodeMessage) => {
-        list.push(msg as Msg);
-        this.sequence.push({ id, msg: msg as Msg });
+        list.push(msg);
+        this.sequence.push({ id, msg: msg });
       });
     }
   }

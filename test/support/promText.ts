@@ -94,8 +94,8 @@ function checkHistogram(family: Family): void {
     const last = buckets[buckets.length - 1];
     if (!last || last[0] !== Number.POSITIVE_INFINITY) throw new Error(`${family.name} ${key}: buckets do not end at +Inf`);
     for (let i = 1; i < buckets.length; i++) {
-      const [le, n] = buckets[i] as [number, number];
-      const [prevLe, prevN] = buckets[i - 1] as [number, number];
+      const [le, n] = buckets[i];
+      const [prevLe, prevN] = buckets[i - 1];
       if (!(le > prevLe) || n < prevN) throw new Error(`${family.name} ${key}: buckets not cumulative at le=${le}`);
     }
     if (count !== last[1]) throw new Error(`${family.name} ${key}: _count ${count} is not the +Inf bucket ${last[1]}`);

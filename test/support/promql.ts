@@ -35,7 +35,7 @@ export function selectors(expr: string): Selector[] {
     const rest = text.slice((m.index ?? 0) + name.length).trimStart();
     if (rest.startsWith("(") || KEYWORDS.has(name.toLowerCase())) continue; // a function, an aggregation, a keyword
     const matchers = rest.startsWith("{") ? matcherSets[Number(rest.slice(1, rest.indexOf("}")))] ?? "" : "";
-    const labels = [...matchers.matchAll(/([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)/g)].map((l) => l[1] as string);
+    const labels = [...matchers.matchAll(/([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)/g)].map((l) => l[1]);
     found.push({ metric: name, labels });
   }
   // a selector of labels alone ({__name__=~"…"}) would read metrics this cannot name
@@ -47,6 +47,6 @@ export function selectors(expr: string): Selector[] {
 export function familyName(metric: string, families: ReadonlyMap<string, { type: string }>): string | undefined {
   if (families.has(metric)) return metric;
   const m = /^(.*)_(bucket|sum|count)$/.exec(metric);
-  if (m && families.get(m[1] as string)?.type === "histogram") return m[1];
+  if (m && families.get(m[1])?.type === "histogram") return m[1];
   return undefined;
 }

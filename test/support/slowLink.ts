@@ -18,6 +18,7 @@ export class SlowLink {
   private constructor(private readonly server: Server, readonly url: string) {}
 
   static async open(redisPort = 6379): Promise<SlowLink> {
+    // eslint-disable-next-line prefer-const -- assigned below, once the server it is read in exists
     let link: SlowLink | undefined;
     const server = createServer((client) => link?.carry(client, redisPort));
     await new Promise<void>((resolve, reject) => {

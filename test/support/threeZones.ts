@@ -42,7 +42,7 @@ export function quietRecipientAt(instant: number): { recipient: string; zone: st
     return [{ recipient: z.recipient, zone: z.zone, endsAt: localEnd - z.offsetHours * HOUR }];
   });
   assert.equal(quiet.length, 1, `exactly one of the three zones is in quiet hours at ${new Date(instant).toISOString()}`);
-  return quiet[0] as { recipient: string; zone: string; endsAt: number };
+  return quiet[0];
 }
 
 /**

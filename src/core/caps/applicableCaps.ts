@@ -17,12 +17,12 @@ function appliesTo(rule: CapRule, send: Send): boolean {
   // indexed loops: a check runs this for every candidate and cap (150 times), and iterators and closures each allocate
   const match = counterFields.match(rule);
   for (let i = 0; i < match.length; i++) {
-    const [attribute, values] = match[i] as readonly [string, readonly string[]];
+    const [attribute, values] = match[i];
     const value = ownValue(send.attributes, attribute);
     if (value === undefined || !values.includes(value)) return false;
   }
   // A cap split by an attribute the send does not carry has no counter to count in.
-  for (let i = 0; i < rule.per.length; i++) if (!Object.hasOwn(send.attributes, rule.per[i] as string)) return false;
+  for (let i = 0; i < rule.per.length; i++) if (!Object.hasOwn(send.attributes, rule.per[i])) return false;
   return true;
 }
 
@@ -44,7 +44,7 @@ export function applicableCaps(
   let n = into ? into.length : 0;
   let key = counterKey;
   for (let r = 0; r < rules.length; r++) {
-    const rule = rules[r] as CapRule;
+    const rule = rules[r];
     if (!appliesTo(rule, send)) continue;
     if (rule.counts === "total") {
       caps[n++] = totalCap(rule, send, keyPrefix);

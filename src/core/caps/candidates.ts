@@ -32,12 +32,12 @@ export function parseCandidates(value: unknown): Candidate[] | undefined {
   return value.map((item: unknown, index) => {
     if (!isPlainObject(item)) throw new SendFieldError(`candidates[${index}]`, `must be an object of attributes, got ${Array.isArray(item) ? "an array" : item === null ? "null" : typeof item}`);
     const attributes = attributeRecord(item, `candidates[${index}]`);
-    const key = Object.hasOwn(attributes, "id") ? (attributes.id as string) : String(index);
+    const key = Object.hasOwn(attributes, "id") ? (attributes.id) : String(index);
     const earlier = seen.get(key);
     if (earlier !== undefined) throw new SendFieldError(`candidates[${index}].id`, `${JSON.stringify(key)} is also candidate ${earlier}'s: each answer needs its own key`);
     seen.set(key, index);
     const candidate: Candidate = { key, attributes };
-    if (Object.hasOwn(attributes, "category")) candidate.category = attributes.category as string;
+    if (Object.hasOwn(attributes, "category")) candidate.category = attributes.category;
     return candidate;
   });
 }

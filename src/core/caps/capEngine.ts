@@ -155,7 +155,7 @@ export class CapEngine {
   private claimCaps(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
     if (caps.some(isTotal)) return this.totalClaims.claim(send, caps);
     // an earlier send of this recipient waits for a total cap's slot: this one claims after it
-    const behind = this.ownTurns.size === 0 || caps.length === 0 ? undefined : this.ownTurns.get((caps[0] as ApplicableCap).key);
+    const behind = this.ownTurns.size === 0 || caps.length === 0 ? undefined : this.ownTurns.get(caps[0].key);
     return behind ? behind.then(() => this.claimCounters(send, caps)) : this.claimCounters(send, caps);
   }
 
@@ -206,7 +206,7 @@ export class CapEngine {
   private submitClaim(send: Send, caps: ApplicableCap[], to: DecisionTo): void {
     const access = this.options.access;
     // one object is the request, the attempt the decision keeps, and the reader of the answer
-    const call = new ClaimCall(access, send, caps, to, (caps[0] as ApplicableCap).key, send.messageId, claimToken(), counterSpecs(caps));
+    const call = new ClaimCall(access, send, caps, to, caps[0].key, send.messageId, claimToken(), counterSpecs(caps));
     access.submitTo(this.claims, call, call);
   }
 

@@ -8,7 +8,7 @@ import type { TotalCounter, TotalRefusal } from "./totals/totalLeases";
 
 export const NO_CAPS: ApplicableCap[] = [];
 /** the claim outcome of a send with no counter of the recipient's own (nothing in it is ever written to) */
-export const NO_COUNTERS: ClaimOutcome = Object.freeze({ allowed: true, nowMs: 0, counters: Object.freeze([]) as unknown as CounterOutcome[] }) as ClaimOutcome;
+export const NO_COUNTERS: ClaimOutcome = Object.freeze({ allowed: true, nowMs: 0, counters: Object.freeze([]) as unknown as CounterOutcome[] });
 
 export function isTotal(cap: ApplicableCap): boolean {
   return cap.quota !== undefined;
@@ -33,7 +33,7 @@ export function isRetry(decision: Extract<CapDecision, { kind: "allowed" }>): bo
   const { caps, outcome } = decision;
   let enforced = 0;
   for (let i = 0; i < caps.length; i++) {
-    if (isShadow((caps[i] as ApplicableCap).rule)) continue;
+    if (isShadow(caps[i].rule)) continue;
     enforced++;
     if (outcome.counters[i]?.alreadyHeld !== true) return false;
   }
@@ -46,7 +46,7 @@ export function isShadow(rule: CapRule): boolean {
 
 export function counterSpecs(caps: readonly ApplicableCap[]): CounterSpec[] {
   const specs = new Array<CounterSpec>(caps.length);
-  for (let i = 0; i < caps.length; i++) specs[i] = counterSpec(caps[i] as ApplicableCap);
+  for (let i = 0; i < caps.length; i++) specs[i] = counterSpec(caps[i]);
   return specs;
 }
 
@@ -75,7 +75,7 @@ function counterSpec(c: ApplicableCap): CounterSpec {
   if (isShadow(c.rule)) spec.shadow = true;
   if (shared) {
     let byField = rollingSpecs.get(c.rule);
-    if (!byField) rollingSpecs.set(c.rule, (byField = new Map()));
+    if (!byField) rollingSpecs.set(c.rule, (byField = new Map<string, Readonly<CounterSpec>>()));
     if (byField.size < SPECS_KEPT) byField.set(c.field, Object.freeze(spec));
   }
   return spec;
@@ -87,7 +87,7 @@ export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOut
   let refusals: ShadowRefusal[] | undefined;
   const counters = outcome.counters;
   for (let i = 0; i < counters.length; i++) {
-    const counter = counters[i] as CounterOutcome;
+    const counter = counters[i];
     const cap = caps[i];
     if (counter.wouldRefuse && cap) (refusals ??= []).push({ cap_id: cap.rule.id, count: counter.count, max: cap.max });
   }
@@ -99,7 +99,7 @@ export function shadowRefusals(caps: readonly ApplicableCap[], outcome: ClaimOut
 export function blockedDecision(caps: readonly ApplicableCap[], outcome: ClaimOutcome): CapDecision {
   const blocking: BlockingCap[] = [];
   outcome.counters.forEach((counter, i) => {
-    const cap = caps[i] as ApplicableCap;
+    const cap = caps[i];
     if (counter.blocking) blocking.push({ rule: cap.rule, max: cap.max, count: counter.count, retryAfterMs: counter.retryAfterMs });
   });
   // the longest wait first: it names the cap that binds, and frees every other on the way

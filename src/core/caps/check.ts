@@ -71,8 +71,8 @@ export class CapCheck {
       if (readings instanceof StoreUnavailableError) return { kind: "fail_open", error: readings };
       if (totalReadings instanceof StoreUnavailableError) return { kind: "fail_open", error: totalReadings };
       const byField = new Map<string, CounterReading>();
-      for (let i = 0; i < unique.length; i++) byField.set((unique[i] as ApplicableCap).field, readings[i] as CounterReading);
-      for (let i = 0; i < totals.length; i++) byField.set((totals[i] as ApplicableCap).field, totalReadings[i] as CounterReading);
+      for (let i = 0; i < unique.length; i++) byField.set(unique[i].field, readings[i]);
+      for (let i = 0; i < totals.length; i++) byField.set(totals[i].field, totalReadings[i]);
       const verdicts: CheckVerdict[] = [];
       let from = 0;
       for (const end of ends) {
@@ -107,7 +107,7 @@ function verdictOf(caps: readonly ApplicableCap[], from: number, end: number, re
   let binding: ApplicableCap | undefined;
   let bindingRetry: number | null = null;
   for (let i = from; i < end; i++) {
-    const cap = caps[i] as ApplicableCap;
+    const cap = caps[i];
     const reading = readings.get(cap.field) as CounterReading;
     remaining = Math.min(remaining, Math.max(0, cap.max - reading.count));
     if (reading.count >= cap.max && (!binding || rank(reading.retryAfterMs) > rank(bindingRetry))) {

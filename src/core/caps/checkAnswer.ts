@@ -24,7 +24,7 @@ export function checkAnswer(candidates: readonly Candidate[] | undefined, verdic
   const remaining = Object.create(null) as Record<string, number | null>;
   const blocked = Object.create(null) as Record<string, Blocked>;
   for (let i = 0; i < candidates.length; i++) {
-    const key = (candidates[i] as Candidate).key;
+    const key = candidates[i].key;
     const v = verdict(i);
     eligible[key] = v.eligible;
     remaining[key] = v.remaining;

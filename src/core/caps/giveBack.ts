@@ -37,7 +37,7 @@ export function releaseOf(claim: unknown, owner: ClaimOwner): CapRelease | Relea
     const fields = c.fields;
     if (c.key !== `${base}:c` || !isToken(c.token) || !Array.isArray(fields) || !fields.every((f) => typeof f === "string")) return undefined;
     const shadow = Array.isArray(c.shadow_fields) ? c.shadow_fields.filter((f): f is string => typeof f === "string" && fields.includes(f)) : [];
-    return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields as string[], ...(shadow.length > 0 ? { shadowFields: shadow } : {}) };
+    return { kind: "cap", key: c.key, member: c.member, token: c.token, fields: fields, ...(shadow.length > 0 ? { shadowFields: shadow } : {}) };
   }
   if (c.kind === "dup" && c.key.startsWith(`${base}:d:`)) {
     // a claim written before attempt tokens names the bare messageId, as its mark holds it
@@ -91,7 +91,7 @@ export async function releaseClaims(access: StoreAccess, lane: Lane<ReleaseReque
   const [answers, totalGiven] = await Promise.all([releasing, refunding]);
   const totalsGiven = totalGiven.filter(Boolean).length;
   // a claim given back in two parts counts once
-  const claimsGiven = new Set(parts.filter((_, i) => (answers[i] as ReleaseAnswer).given > 0).map((part) => part.claim)).size;
+  const claimsGiven = new Set(parts.filter((_, i) => answers[i].given > 0).map((part) => part.claim)).size;
   return { given: answers.reduce((sum, a) => sum + a.given, 0) + totalsGiven, claimsGiven: claimsGiven + totalsGiven, refused };
 }
 

@@ -9,7 +9,7 @@ function isSafe(unit: number): boolean {
 const BYTE_ESCAPES = Array.from({ length: 0x100 }, (_, unit) => `%${unit.toString(16).padStart(2, "0")}`);
 
 function escapeUnit(unit: number): string {
-  return unit < 0x100 ? (BYTE_ESCAPES[unit] as string) : `%u${unit.toString(16).padStart(4, "0")}`;
+  return unit < 0x100 ? BYTE_ESCAPES[unit] : `%u${unit.toString(16).padStart(4, "0")}`;
 }
 
 /**
@@ -57,7 +57,7 @@ function keyHead(prefix: string, org: string): string {
   if (!byOrg) {
     // prefixes come from cap-configs: a few, unless deploys keep making new ones
     if (keyHeads.size >= HEADS_KEPT) keyHeads.clear();
-    keyHeads.set(prefix, (byOrg = new Map()));
+    keyHeads.set(prefix, (byOrg = new Map<string, string>()));
   }
   let head = byOrg.get(org);
   if (head === undefined) {

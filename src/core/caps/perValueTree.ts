@@ -27,7 +27,7 @@ export class PerValueTree<T> {
     }
     let node = this.root;
     for (let i = 0; i < rule.per.length; i++) {
-      const value = ownValue(attributes, rule.per[i] as string) as string;
+      const value = ownValue(attributes, rule.per[i]) as string;
       let below = node.next.get(value);
       if (!below) {
         below = new PerValueNode<T>();

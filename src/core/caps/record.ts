@@ -34,7 +34,7 @@ export class CapRecorder {
     const all = this.options.capsFor(send, rules);
     const own = all.some(isTotal) ? all.filter((c) => !isTotal(c)) : all;
     // the caps are their own counter specs: a record reads no max and no shadow flag
-    const request = own.length === 0 ? undefined : { key: (own[0] as ApplicableCap).key, member: send.messageId, counters: own };
+    const request = own.length === 0 ? undefined : { key: own[0].key, member: send.messageId, counters: own };
     if (own === all) {
       // no total cap (most records): the one store call, nothing to gather
       if (!request) return { caps: own, counts: [] };

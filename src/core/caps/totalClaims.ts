@@ -4,7 +4,7 @@ import type { Lane } from "../sendQueue/sendQueue";
 import type { CounterReading, InspectRequest, ReleaseAnswer, ReleaseRequest } from "../store/admissionStore";
 import type { StoreAccess } from "../store/storeAccess";
 import { isRetry, isShadow, isTotal, NO_CAPS, NO_COUNTERS, quotaOf, rank, settle, totalRefusal } from "./capKinds";
-import type { ApplicableCap, BlockingCap, CapDecision, ClaimAttempt, ShadowRefusal, TotalTaken } from "./decisions";
+import type { ApplicableCap, CapDecision, ClaimAttempt, ShadowRefusal, TotalTaken } from "./decisions";
 import type { QuotaLimit } from "./totals/quotaStep";
 import type { SpendTicket, TotalLeases } from "./totals/totalLeases";
 
@@ -41,7 +41,7 @@ export class TotalClaims {
    * total slots are reported spent before the msg may leave.
    */
   claim(send: Send, caps: ApplicableCap[]): Promise<CapDecision> {
-    const only = caps.length === 1 ? (caps[0] as ApplicableCap) : undefined;
+    const only = caps.length === 1 ? caps[0] : undefined;
     if (!only || isShadow(only.rule)) return this.claimTotalsAndOwn(send, caps);
     // one promise per send, settled by plain callbacks: a burst's sends wait here by the tens of thousands, and a
     // promise chain per step (the slot, then the spend's report) would keep each alive through several collections
@@ -90,7 +90,7 @@ export class TotalClaims {
     // A slot to wait for (a lease to fetch), or a send of this recipient before it still waiting: the recipient's later
     // sends wait behind this one (its turn), so none claims the recipient's slot first, and this one claims its own caps
     // only once its totals admitted it: a send the totals refuse never holds a slot another send was refused for.
-    const key = own.length > 0 ? (own[0] as ApplicableCap).key : undefined;
+    const key = own.length > 0 ? own[0].key : undefined;
     const turn = key !== undefined && (slots.some((slot) => slot !== true) || this.ownTurns.has(key)) ? this.takeTurn(key) : undefined;
     try {
       if (turn?.behind) await turn.behind;
@@ -126,8 +126,8 @@ export class TotalClaims {
     let refusal: CapDecision | undefined;
     let failure: StoreUnavailableError | undefined;
     for (let i = 0; i < totals.length; i++) {
-      const cap = totals[i] as ApplicableCap;
-      const slot = slots[i] as ReturnType<TotalLeases["reserve"]>;
+      const cap = totals[i];
+      const slot = slots[i];
       const answer = slot === true ? slot : await slot;
       if (answer === true) reserved.push(cap);
       else if (refusal || failure) continue;
@@ -170,10 +170,10 @@ export class TotalClaims {
     let refused: CapDecision | undefined;
     let failed: StoreUnavailableError | undefined;
     for (let i = 0; i < tickets.length; i++) {
-      const { batch, index } = tickets[i] as SpendTicket;
+      const { batch, index } = tickets[i];
       await batch.done;
       const spend = batch.answer(index);
-      const cap = reserved[i] as ApplicableCap;
+      const cap = reserved[i];
       if (spend instanceof StoreUnavailableError) failed ??= spend;
       // a shadow total never refuses, not even when its lease lapsed and the pool ran dry
       else if ("kind" in spend && isShadow(cap.rule)) (shadowTotals ??= []).push({ cap_id: cap.rule.id, count: spend.used + spend.leased, max: cap.max });
@@ -219,17 +219,17 @@ export class TotalClaims {
   private async withOwnBlocking(own: readonly ApplicableCap[], refusal: CapDecision): Promise<CapDecision> {
     const enforced = own.filter((c) => !isShadow(c.rule));
     if (refusal.kind !== "capped" || enforced.length === 0) return refusal;
-    const readings = await this.options.access.submit(this.options.checks, { key: (enforced[0] as ApplicableCap).key, counters: enforced }).catch(() => undefined);
+    const readings = await this.options.access.submit(this.options.checks, { key: enforced[0].key, counters: enforced }).catch(() => undefined);
     if (!readings) return refusal;
     const blocking = [...refusal.blocking];
     readings.forEach((reading, i) => {
-      const cap = enforced[i] as ApplicableCap;
+      const cap = enforced[i];
       if (reading.full) blocking.push({ rule: cap.rule, max: cap.max, count: reading.count, retryAfterMs: cap.max <= 0 ? null : reading.retryAfterMs });
     });
     if (blocking.length === refusal.blocking.length) return refusal;
     // the longest wait first: it names the cap that binds, and frees every other on the way
     blocking.sort((a, b) => rank(b.retryAfterMs) - rank(a.retryAfterMs));
-    return { kind: "capped", blocking, retryAfterMs: (blocking[0] as BlockingCap).retryAfterMs };
+    return { kind: "capped", blocking, retryAfterMs: blocking[0].retryAfterMs };
   }
 
   /**

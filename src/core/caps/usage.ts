@@ -45,7 +45,7 @@ export class CapUsageReader {
       const original = rules.find((r) => r.id === cap.rule.id) as CapRule;
       const total = totals.get(cap);
       if (total) return totalUsage(cap, original, total);
-      const counter = ownCounters[own.indexOf(cap)] as { count: number; retryAfterMs: number | null; full: boolean };
+      const counter = ownCounters[own.indexOf(cap)];
       return {
         counts: "per_recipient",
         ...usageOf(cap, original),

@@ -356,7 +356,7 @@ export class Deferrals {
 
   /** Holds many msgs (one store call per gate's queue); each result is its item's, or the Error that refused it. */
   async holdMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
-    const results: (DeferResult | Error)[] = new Array(items.length);
+    const results = new Array<DeferResult | Error>(items.length);
     const byGate = new Map<string, number[]>();
     items.forEach((item, i) => {
       const gate = item?.entry?.gate;
@@ -370,8 +370,8 @@ export class Deferrals {
     });
     await Promise.all([...byGate].map(async ([gate, indexes]) => {
       try {
-        const answered = await this.queueOf(gate).deferMany(indexes.map((i) => items[i] as DeferItem));
-        indexes.forEach((index, k) => { results[index] = answered[k] as DeferResult | Error; });
+        const answered = await this.queueOf(gate).deferMany(indexes.map((i) => items[i]));
+        indexes.forEach((index, k) => { results[index] = answered[k]; });
       } catch (err) {
         for (const index of indexes) results[index] = err instanceof Error ? err : new Error(String(err));
       }
@@ -439,7 +439,7 @@ export class Deferrals {
   private async putBack(gate: string, msgs: readonly DeferredMsg[]): Promise<void> {
     const put = await this.queueOf(gate).deferMany(msgs.map((entry) => ({ entry })));
     const failed = put.filter((r) => r instanceof Error);
-    if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${(failed[0] as Error).message}`);
+    if (failed.length > 0) throw new Error(`gate ${gate} closed while releasing; ${failed.length} msg(s) wait for their lease: ${failed[0].message}`);
   }
 
   /** Says which gates run here and hold msgs (and `also`: a gate that closed leaving msgs in its queue). */
@@ -458,7 +458,7 @@ export class Deferrals {
       for (;;) {
         const expired = await queue.dropExpired(500);
         if (expired.length > 0) {
-          const ids = expired.map((m) => String((m.msg as { messageId?: unknown; _msgid?: unknown }).messageId ?? (m.msg as { _msgid?: unknown })._msgid ?? m.id));
+          const ids = expired.map((m) => msgIdOf(m));
           this.options.warn(`dropped ${expired.length} held msg(s) of gate ${gate}, which runs on no instance, past their expiresAt or deferMax (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
         }
         if (expired.length < 500) break;
@@ -519,4 +519,11 @@ export class Deferrals {
     this.lastWarning = text;
     this.options.warn(text);
   }
+}
+
+/** How a held msg is named in a warning: its messageId, else its _msgid, else the queue's id. */
+function msgIdOf(held: DeferredMsg): string {
+  const { messageId, _msgid } = held.msg as { messageId?: unknown; _msgid?: unknown };
+  const id = messageId ?? _msgid;
+  return typeof id === "string" || typeof id === "number" ? String(id) : held.id;
 }

@@ -41,7 +41,7 @@ export function releasedAdmission(held: unknown, releaseAt: number, releaseId: s
     release_id: releaseId,
     claims,
     trail,
-  } as Admission;
+  };
 }
 
 /** A msg that can no longer be admitted in time (expiresAt or deferMax): skipped, defer_expired (release_id when it left the queue). */

@@ -97,7 +97,7 @@ export class MemoryDeferQueue implements DeferQueue {
   async defer(entry: DeferItem["entry"], collapseKey?: string): Promise<DeferResult> {
     const [result] = await this.deferMany([{ entry, ...(collapseKey !== undefined ? { collapseKey } : {}) }]);
     if (result instanceof Error) throw result;
-    return result as DeferResult;
+    return result;
   }
 
   async deferMany(items: readonly DeferItem[]): Promise<(DeferResult | Error)[]> {
@@ -400,7 +400,7 @@ export class MemoryDeferQueue implements DeferQueue {
     let hi = this.due.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (before(this.due[mid] as typeof item, item)) lo = mid + 1;
+      if (before(this.due[mid], item)) lo = mid + 1;
       else hi = mid;
     }
     return lo;

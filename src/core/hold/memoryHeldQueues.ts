@@ -77,7 +77,7 @@ export class MemoryDeferStore {
     for (const line of lines as unknown as JournalLine[]) {
       if (typeof line.g !== "string") continue;
       const { g, ...change } = line;
-      this.queue(g).apply(change as QueueChange);
+      this.queue(g).apply(change);
     }
     if (options.adopt) this.adopt(options.adopt.held);
     this.journal = journal;
@@ -216,7 +216,7 @@ export class MemoryDeferStore {
       for (let from = 0; from < state.length; from += COMPACT_SLICE) {
         compacting.rewrite.write(state.slice(from, from + COMPACT_SLICE));
         await nextTurn();
-        if ((compacting as Compacting).abandoned) return;
+        if ((compacting).abandoned) return;
       }
       // in one go with no turn between: no change can fall between the lines and the file taking over
       compacting.rewrite.finish(compacting.since);

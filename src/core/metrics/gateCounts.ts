@@ -82,7 +82,7 @@ export class GateCounts {
   leftBy(output: GateOutput, reason: unknown): void {
     const label = reasonLabel(reason);
     let byReason = this.left.get(output);
-    if (!byReason) this.left.set(output, (byReason = new Map()));
+    if (!byReason) this.left.set(output, (byReason = new Map<string, number>()));
     bump(byReason, label);
     const bucket = this.bucket();
     bucket[output]++;

@@ -87,7 +87,7 @@ function parseDays(value: unknown, field: string): number[] {
   }
   const days = new Set<number>();
   for (const v of value) {
-    const n = typeof v === "string" && /^\d$/.test(v) ? Number(v) : v;
+    const n: unknown = typeof v === "string" && /^\d$/.test(v) ? Number(v) : v;
     if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n > 6) {
       throw new QuietHoursError(field, `${describe(v)} is not a day of the week; expected integers 0 (Sunday) to 6 (Saturday)`);
     }
@@ -100,7 +100,7 @@ function describe(value: unknown): string {
   if (value === undefined) return "nothing";
   if (value === null) return "null";
   if (typeof value === "string") return JSON.stringify(value);
-  return `${Array.isArray(value) ? "array" : typeof value} ${JSON.stringify(value) ?? String(value)}`;
+  return `${Array.isArray(value) ? "array" : typeof value} ${JSON.stringify(value) ?? typeof value}`;
 }
 
 function hm(time: string): { hour: number; minute: number } {

@@ -91,7 +91,7 @@ function describe(value: unknown): string {
   if (value === undefined) return "nothing";
   if (value === null) return "null";
   if (typeof value === "string") return JSON.stringify(value);
-  return `${Array.isArray(value) ? "array" : typeof value} ${JSON.stringify(value) ?? String(value)}`;
+  return `${Array.isArray(value) ? "array" : typeof value} ${JSON.stringify(value) ?? typeof value}`;
 }
 
 function requireInstant(instantMs: number, what = "instantMs"): void {

@@ -141,7 +141,7 @@ export function findRuleSetProblems(inputs: unknown, knownChannels?: readonly st
     for (const p of findRuleProblems(input, knownChannels)) found.push(at(index, p));
     const id = idOf(input);
     if (id === undefined) return;
-    const key = `${String(orgOf(input) ?? "")}\u0000${id}`;
+    const key = `${JSON.stringify(orgOf(input) ?? "")}\u0000${id}`;
     const first = seen.get(key);
     if (first !== undefined) found.push(at(index, problem("id", "duplicateId", { other: first + 1 })));
     else seen.set(key, index);

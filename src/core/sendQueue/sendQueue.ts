@@ -166,7 +166,7 @@ export class SendQueue implements Backlog {
       queueMicrotask(() => to.reject(refusal));
       return;
     }
-    this.waiting.push({ lane: lane as Lane<unknown, unknown>, item, to: to as Answer<unknown> });
+    this.waiting.push({ lane: lane, item, to: to });
     this.pending++;
     // enough for a batch of its own while the store has room: sent now, so the store works on it while this tick goes on
     // nothing at the store: sent now, since no batch gathers behind an idle store. Waiting for the loop's next turn
@@ -344,6 +344,6 @@ export class SendQueue implements Backlog {
 
   private notify(): void {
     const listeners = this.listeners;
-    for (let i = 0; i < listeners.length; i++) (listeners[i] as (length: number) => void)(this.pending + this.outside);
+    for (let i = 0; i < listeners.length; i++) listeners[i](this.pending + this.outside);
   }
 }

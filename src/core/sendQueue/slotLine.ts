@@ -24,13 +24,13 @@ export class SlotLine<T> {
       this.chunks.push(new Array<T | undefined>(CHUNK_SLOTS));
       this.tail = 0;
     }
-    (this.chunks[this.chunks.length - 1] as (T | undefined)[])[this.tail++] = value;
+    this.chunks[this.chunks.length - 1][this.tail++] = value;
     this.count++;
   }
 
   /** Takes the first slot; the line must not be empty. */
   shift(): T {
-    const chunk = this.chunks[0] as (T | undefined)[];
+    const chunk = this.chunks[0];
     const value = chunk[this.head] as T;
     chunk[this.head++] = undefined;
     this.count--;

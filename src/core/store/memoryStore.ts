@@ -107,7 +107,7 @@ function freeInMs(spec: CounterSpec, times: number[], now: number): number | nul
   if (spec.max <= 0) return null;
   if (spec.resetAt) return Math.max(0, spec.resetAt - now);
   times.sort((a, b) => a - b);
-  return Math.max(0, (times[times.length - spec.max] as number) + spec.windowMs - now);
+  return Math.max(0, times[times.length - spec.max] + spec.windowMs - now);
 }
 
 /**
@@ -300,13 +300,13 @@ export class MemoryStore implements AdmissionStore {
     const hash = this.liveCounters(request.key, now);
     const read = request.counters.map((spec) => readCounter(hash?.fields.get(spec.field), spec, now, digest));
     const full = request.counters.map((spec, i) => {
-      const r = read[i] as (typeof read)[number];
+      const r = read[i];
       return !r.held && r.times.length >= spec.max;
     });
     // shadow caps never refuse (SPEC §4 enforcement)
     const blocked = request.counters.some((spec, i) => full[i] && spec.shadow !== true);
     const counters: CounterOutcome[] = request.counters.map((spec, i) => {
-      const r = read[i] as (typeof read)[number];
+      const r = read[i];
       const isFull = full[i] === true;
       const shadow = spec.shadow === true;
       return {
@@ -318,14 +318,14 @@ export class MemoryStore implements AdmissionStore {
       request.counters.forEach((spec, i) => {
         // a shadow cap that would refuse is not claimed: it counts what really went out
         if (full[i]) return;
-        const r = read[i] as (typeof read)[number];
+        const r = read[i];
         if (!r.held) r.kept.push([now, digest, request.token]);
         else if (r.holder !== request.token && r.holder !== RECORD_TOKEN) {
-          (counters[i] as CounterOutcome).coHeld = true;
+          counters[i].coHeld = true;
           const holders = hash?.fields.get(coField(spec.field)) ?? [];
           if (!holders.some((e) => e[1] === digest && e[2] === request.token)) this.write(request.key, spec, [...holders, [0, digest, request.token]], now, coField(spec.field));
         }
-        (counters[i] as CounterOutcome).count = r.held ? r.times.length : r.times.length + 1;
+        counters[i].count = r.held ? r.times.length : r.times.length + 1;
         this.write(request.key, spec, r.kept, now);
       });
     }
@@ -440,7 +440,7 @@ export class MemoryStore implements AdmissionStore {
       if (fields?.size === 0) this.hashes.delete(key);
       return;
     }
-    if (!fields) this.hashes.set(key, (fields = new Map()));
+    if (!fields) this.hashes.set(key, (fields = new Map<string, string>()));
     fields.set(field, value);
   }
 

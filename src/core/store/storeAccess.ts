@@ -79,7 +79,7 @@ export class StoreAccess {
     if (this.queue) return this.queue.submit(lane, item);
     return lane.run([item]).then(([result]) => {
       if (result instanceof StoreUnavailableError) throw result;
-      return result as O;
+      return result;
     });
   }
 
@@ -98,7 +98,7 @@ export class StoreAccess {
     }
     lane.run([item]).then(([result]) => {
       if (result instanceof StoreUnavailableError) to.reject(result);
-      else to.resolve(result as O);
+      else to.resolve(result);
     }, (err: unknown) => to.reject(asStoreFailure(err)));
   }
 

@@ -37,7 +37,7 @@ export function parseSuppressionEntry(raw: Record<string, unknown>, rules: Entry
   const reason = text("reason", raw.reason, false);
   if (reason !== undefined && reason.length > 512) throw new SendFieldError("reason", "must be at most 512 characters");
   const org = text("org", raw.org, false) ?? rules.defaultOrg;
-  const at = raw.at === undefined ? now.toISOString() : String(raw.at);
+  const at = raw.at === undefined ? now.toISOString() : typeof raw.at === "string" || typeof raw.at === "number" ? String(raw.at) : "";
   if (Number.isNaN(Date.parse(at))) throw new SendFieldError("at", `not a time: ${JSON.stringify(raw.at)}`);
   return { org, channel, recipient, ...(reason !== undefined ? { reason } : {}), at };
 }

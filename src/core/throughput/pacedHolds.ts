@@ -257,7 +257,10 @@ export class PacedHolds {
     const left = new Set(failed.left.map((item) => item.entry));
     const lost = kept.filter((p, i) => !p.durable && left.has((items[i] as { entry: DeferredMsg }).entry));
     if (lost.length === 0) return;
-    const ids = lost.map((p) => String((p.held.msg as { messageId?: unknown }).messageId ?? p.held.id));
+    const ids = lost.map((p) => {
+      const id = (p.held.msg as { messageId?: unknown }).messageId;
+      return typeof id === "string" || typeof id === "number" ? String(id) : p.held.id;
+    });
     this.options.error(`closed holding ${lost.length} msg(s) paced in process only, and the store did not take them back (${failed.error.message}): they are lost (messageIds ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", …" : ""})`);
   }
 }

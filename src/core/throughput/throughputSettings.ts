@@ -39,8 +39,8 @@ export function throughputSettings(def: RawThroughputSettings): ThroughputSettin
   const limit = gcraLimit(rate, intervalSeconds, burst);
   const disposition = def.disposition || "queue";
   if (disposition !== "queue" && disposition !== "skip") throw new Error(`disposition: must be queue or skip, got ${JSON.stringify(disposition)}`);
-  const keyType = String(def.keyType || "org");
-  const key = def.key === undefined || def.key === null ? "" : String(def.key);
+  const keyType = typeof def.keyType === "string" && def.keyType !== "" ? def.keyType : def.keyType ? JSON.stringify(def.keyType) : "org";
+  const key = typeof def.key === "string" ? def.key : def.key === undefined || def.key === null ? "" : JSON.stringify(def.key);
   const keyProblem = throughputKeyProblem(keyType, key);
   if (keyProblem === "keyType") throw new Error(`keyType: must be one of ${THROUGHPUT_KEY_TYPES.join(", ")}, got ${JSON.stringify(keyType)}`);
   if (keyProblem === "key") throw new Error(`key: a ${keyType} key needs a property, expression or text`);

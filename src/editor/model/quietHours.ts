@@ -21,7 +21,7 @@ export function badDay(value: unknown): { item: unknown } | { notArray: true } |
   if (isAbsent(value)) return null;
   if (!Array.isArray(value)) return { notArray: true };
   for (const item of value) {
-    const d = typeof item === "string" && item.trim() !== "" ? Number(item) : item;
+    const d: unknown = typeof item === "string" && item.trim() !== "" ? Number(item) : item;
     if (typeof d !== "number" || !(ALL_DAYS as readonly number[]).includes(d)) return { item };
   }
   return null;

@@ -36,7 +36,7 @@ export function checkTable(rows: readonly TableRow[], channels: readonly string[
   const built = rows.map((row) => buildRule(row.now, row.original ?? {}, row.initial ?? null));
   const reports: RowReport[] = built.map(({ rule, problems }) => ({
     rule,
-    problems: Object.keys(problems).map((field) => inputProblem(field, problems[field] as InputProblems[string], t)),
+    problems: Object.keys(problems).map((field) => inputProblem(field, problems[field], t)),
   }));
   for (const p of findRuleSetProblems(built.map((b) => b.rule), channels)) {
     const report = reports[p.rule - 1];

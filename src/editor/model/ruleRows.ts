@@ -244,5 +244,5 @@ export function tableRulesOf(value: unknown): { rules: Rule[] } | { problem: { k
   }
   if (!Array.isArray(parsed)) return { problem: { key: "notArray", params: {} } };
   if (!parsed.every(isPlainObject)) return { problem: { key: "notObject", params: {} } };
-  return { rules: parsed as Rule[] };
+  return { rules: parsed };
 }

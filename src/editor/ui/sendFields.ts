@@ -70,7 +70,7 @@ export function prepareFieldInputs(node: EditorNode, fields: GateFields): void {
   if (placeholder.length > 0) {
     placeholder.replaceWith(groupsHtml(fields));
     for (const field of [...fields.decides, ...fields.checks]) {
-      if (typeof node[field] === "string") $(`#node-input-${field}`).val(node[field] as string);
+      if (typeof node[field] === "string") $(`#node-input-${field}`).val(node[field]);
       if (typeof node[`${field}Type`] === "string") $(`#node-input-${field}Type`).val(node[`${field}Type`] as string);
     }
   }

@@ -51,7 +51,7 @@ export function registerSuppressionRoutes(RED: NodeAPI): void {
 
   RED.httpAdmin.delete(PATH, write, route(async (req) => {
     const service = serviceOf(RED, req);
-    const fromQuery = typeof req.query.recipient === "string" ? [parseSuppressionEntry(req.query as Record<string, unknown>, service.sendRules, new Date())] : undefined;
+    const fromQuery = typeof req.query.recipient === "string" ? [parseSuppressionEntry(req.query, service.sendRules, new Date())] : undefined;
     const entries = fromQuery ?? await entriesOf(req, service.sendRules);
     await service.adminReady();
     const { written, repeatsMerged } = await service.suppression.unsuppress(entries);

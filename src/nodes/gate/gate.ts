@@ -71,7 +71,7 @@ export class Gate<S> {
   private readonly outlet: GateOutlet;
 
   constructor(private readonly RED: NodeAPI, readonly node: Node, configId: string | undefined, readonly kind: GateKind<S>) {
-    this.config = RED.nodes.getNode(configId ?? "") as CapConfigNode | null;
+    this.config = RED.nodes.getNode(configId ?? "") as CapConfigNode | null; // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion -- getNode is typed Node; the cap-config node is ours
     this.service = this.config?.service;
     this.status = new GateStatus(node, this.service?.store.kind ?? "store", runtimeMessages(RED));
     this.counts = this.service?.metrics.gate(node.id, kind.type);
@@ -93,7 +93,7 @@ export class Gate<S> {
     this.problem = problem;
     const running = this.service !== undefined && !problem;
     this.outlet = new GateOutlet(node, this.counts,
-      running ? parkInQueue((this.service as CapService).deferrals, node.id, kind.lasts) : undefined,
+      running ? parkInQueue((this.service).deferrals, node.id, kind.lasts) : undefined,
       // undefined, not null, for a node stopped in a flow that goes on running (a modified-nodes deploy)
       (id) => RED.nodes.getNode(id) != null,
       (RED as { hooks?: ReceiveHooks }).hooks);
@@ -135,10 +135,10 @@ export class Gate<S> {
       const turn = new MsgTurn(shared, order.place(), done);
       let handled: Promise<void> | undefined;
       try {
-        handled = working ? handle(msg as AdmittedMsg, turn, working, settings) : Promise.reject(this.problem ?? new Error("cap-config: its store is closed"));
+        handled = working ? handle(msg, turn, working, settings) : Promise.reject(this.problem ?? new Error("cap-config: its store is closed"));
       } catch (err) {
         // a handler that threw before its first await still ends its msg's turn (to Catch), or the intake would wait for it
-        handled = Promise.reject(err as Error);
+        handled = Promise.reject(err);
       }
       // no promise: the handler ends the turn itself
       handled?.then(() => turn.end(), (err: Error) => turn.end(err));
@@ -153,7 +153,7 @@ export class Gate<S> {
       intake.flush();
       if (removed) service?.metrics.forget(node.id);
       // releasing stops at once; held and paced msgs stay in (or go back to) the durable queue for the next deployment
-      const cleaned = Promise.allSettled(cleanups.map((cleanup) => cleanup?.()));
+      const cleaned = Promise.allSettled(cleanups.map((cleanup) => Promise.resolve(cleanup?.())));
       // the msgs begun finish before the store closes, and the cleanups (which may still write to it), then what was parked;
       // msgs on their way into this gate as the flow stopped still arrive and are judged (and parked) first
       const drained = outlet.inTransitDelivered().then(() => withTimeout(intake.idle(), DRAIN_MS, undefined));
@@ -170,7 +170,7 @@ export class Gate<S> {
   private releases(service: CapService, options: ServeOptions): Cleanup[] {
     const { node, status, counts } = this;
     const own = options.release ?? releaseHandler(this.kind.type, status,
-      (output, msg) => this.outlet.send(output === "deferred" ? [null, null, msg] : [null, msg, null]));
+      (output, msg) => void this.outlet.send(output === "deferred" ? [null, null, msg] : [null, msg, null]));
     const handler = (held: DeferredMsg): void | Promise<void | "kept"> => {
       const parked = parkedOutput(held);
       if (!parked) return own(held);

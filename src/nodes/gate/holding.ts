@@ -127,7 +127,7 @@ export function releaseHandler(gate: string, status: GateStatus, emit: (output: 
         return;
       }
       const expired = merged as AdmittedMsg;
-      expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission as Admission | undefined)?.reason, { gate, now }, releaseId(held, i + 1));
+      expired.admission = expiredAdmission(expired.admission, expiresAt, (expired.admission)?.reason, { gate, now }, releaseId(held, i + 1));
       status.skipped();
       emit("skipped", expired);
     });
@@ -135,7 +135,7 @@ export function releaseHandler(gate: string, status: GateStatus, emit: (output: 
     if (deadline !== undefined) {
       // the held msg alone is out of time: the msgs merged into it go on, the oldest of them carrying the rest
       const [next, ...rest] = live;
-      msg.admission = expiredAdmission(msg.admission, deadline, (msg.admission as Admission | undefined)?.reason, { gate, now }, id);
+      msg.admission = expiredAdmission(msg.admission, deadline, (msg.admission)?.reason, { gate, now }, id);
       if (!next && held.collapsedDropped) msg.collapsedDropped = held.collapsedDropped;
       status.skipped();
       emit("skipped", msg);

@@ -12,7 +12,7 @@ export function runtimeMessages(RED: NodeAPI): Translate {
   const english = englishMessages();
   return (key, params) => {
     const full = `${CATALOG_NAMESPACE}:${key}`;
-    const text = RED._(full, params as Record<string, string | number> | undefined);
+    const text = RED._(full, params);
     return typeof text !== "string" || text === full || text === key ? english(key, params) : text;
   };
 }

@@ -99,7 +99,7 @@ export class GateOutlet {
     };
     if (this.routable) return this.route(out, sendNow, whose);
     const routed = new Promise<void>((resolve) => {
-      this.waiting.push({ out, whose, sendNow, settle: (parking) => (parking ? parking.then(resolve) : resolve()) });
+      this.waiting.push({ out, whose, sendNow, settle: (parking) => (parking ? void parking.then(resolve) : resolve()) });
     });
     this.track(routed);
     return routed;
@@ -140,7 +140,7 @@ export class GateOutlet {
   private keepLost(item: LostInTransit): void {
     const output = GATE_OUTPUTS[item.output];
     if (!output) return;
-    this.parkItems([{ msg: item.msg, output, ...(item.whose ? { whose: item.whose } : {}) }], () => undefined);
+    void this.parkItems([{ msg: item.msg, output, ...(item.whose ? { whose: item.whose } : {}) }], () => undefined);
   }
 
   private route(out: Outputs, sendNow: (out: Outputs) => void, whose: Whose | undefined): void | Promise<void> {

@@ -1,5 +1,4 @@
 import type { Node, NodeAPI, NodeMessage } from "node-red";
-import type { Admission } from "../../core/admission";
 import type { DeferInput, DeferredMsg } from "../../core/hold/heldQueue";
 import { expiredAdmission } from "../../core/hold/heldAdmission";
 import type { Deferrals } from "../../core/hold/deferrals";
@@ -54,7 +53,7 @@ export function parkedEntry(gate: string, item: ParkedItem, now: number, lasts =
   const { whose } = item;
   const entry: DeferInput & { id: string } = {
     id: parkedMsgId(), gate, dueAt: now, deferrals: 1, firstDeferredAt: now, deadline: now + ABSENT_GATE_KEEP_MS,
-    msg: storedMsg(item.msg as AdmittedMsg),
+    msg: storedMsg(item.msg),
     meta: {
       [LEAVES_BY]: item.output, [PARKED_AT]: String(whose?.judgedAt ?? now), ...(lasts ? { [LASTS]: "1" } : {}),
       ...(whose ? { org: whose.org, recipient: whose.recipient } : {}),
@@ -117,7 +116,7 @@ export function releaseParked(
   const expiresAt = meta.expiresAt !== undefined ? Number(meta.expiresAt) : Number.POSITIVE_INFINITY;
   const freshUntil = Number(meta[PARKED_AT] ?? held.dueAt) + PARKED_FRESH_MS;
   if (output === "skipped" || meta[LASTS] === "1" || now <= Math.min(expiresAt, freshUntil)) return send(onOutput(output, msg));
-  const previous = msg.admission as Admission | undefined;
+  const previous = msg.admission;
   msg.admission = expiredAdmission(previous, Math.min(expiresAt, freshUntil), previous?.reason, { gate: ctx.gate, now: new Date(now) }, previous?.release_id);
   const out = onOutput("skipped", msg);
   if (meta.recipient === undefined || msg.admission.claims.length === 0) return send(out);

@@ -17,7 +17,7 @@ export type RawGateInput = RawSend & { body?: unknown };
 export type FieldProps = Partial<Record<SendField | `${SendField}Type`, string>>;
 
 /** A field's value now, or (a context store, JSONata) once it is known. */
-type Reader = (msg: NodeMessage) => unknown | Promise<unknown>;
+type Reader = (msg: NodeMessage) => unknown;
 
 /** A msg path whose parts do not depend on the msg, walked without re-parsing it per msg; undefined when it does. */
 function fixedPath(RED: NodeAPI, path: string): string[] | undefined {
@@ -32,7 +32,7 @@ function fixedPath(RED: NodeAPI, path: string): string[] | undefined {
 function walk(msg: NodeMessage, parts: readonly string[]): unknown {
   let value: unknown = msg;
   for (let i = 0; i < parts.length; i++) {
-    const part = parts[i] as string;
+    const part = parts[i];
     if (typeof value !== "object" || value === null || !Object.hasOwn(value, part)) return undefined;
     value = (value as Record<string, unknown>)[part];
   }
@@ -43,7 +43,7 @@ function walk(msg: NodeMessage, parts: readonly string[]): unknown {
 export function fieldReader(RED: NodeAPI, node: Node, value: string, type: string): Reader {
   if (type === "msg") {
     const parts = fixedPath(RED, value);
-    return parts ? (msg) => walk(msg, parts) : (msg) => RED.util.getMessageProperty(msg, value);
+    return parts ? (msg) => walk(msg, parts) : (msg): unknown => RED.util.getMessageProperty(msg, value) as unknown;
   }
   if (type === "jsonata") {
     const expression = RED.util.prepareJSONataExpression(value, node);
@@ -104,10 +104,10 @@ export class SendReader {
     const raw = this.scratch as unknown as Record<string, unknown>;
     raw.fallbackMessageId = msg._msgid;
     for (let i = 0; i < this.readers.length; i++) {
-      const field = this.fields[i] as SendField;
+      const field = this.fields[i];
       let value: unknown;
       try {
-        value = (this.readers[i] as Reader)(msg);
+        value = this.readers[i](msg);
       } catch (err) {
         throw readError(field, err as Error);
       }
@@ -123,9 +123,9 @@ export class SendReader {
     const raw = emptyRaw(msg._msgid) as unknown as Record<string, unknown>;
     let pending: Promise<void>[] | undefined;
     for (let i = 0; i < this.readers.length; i++) {
-      const field = this.fields[i] as SendField;
+      const field = this.fields[i];
       try {
-        const value = (this.readers[i] as Reader)(msg);
+        const value = this.readers[i](msg);
         if (value instanceof Promise) {
           (pending ??= []).push(value.then((v) => { raw[field] = v; }, (err: Error) => { throw readError(field, err); }));
         } else {

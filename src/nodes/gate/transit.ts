@@ -55,7 +55,7 @@ export class InTransit {
   private readonly tick = (): void => {
     const ticks = this.ticks;
     ticks.unshift(ticks.pop() as unknown[]);
-    (ticks[0] as unknown[]).length = 0;
+    ticks[0].length = 0;
     this.ticking = ticks.some((t) => t.length > 0);
     if (this.ticking) setImmediate(this.tick);
   };
@@ -64,7 +64,7 @@ export class InTransit {
 
   /** A send: kept as maybe in transit for a few turns of the loop. */
   sent(out: Outputs, whose: Whose | undefined): void {
-    (this.ticks[0] as unknown[]).push(out, whose);
+    this.ticks[0].push(out, whose);
     if (!this.ticking) {
       this.ticking = true;
       setImmediate(this.tick);

@@ -164,8 +164,8 @@ function pollerSuite(label: string, open: () => Promise<{ queue: DeferQueue; don
       assert.equal(errors.length, 1);
       assert.match(errors[0] ?? "", /could not ack 1 released msg\(s\) after \d+ attempt\(s\)/);
       const [first, second] = released;
-      assert.equal(releaseId(first as DeferredMsg), releaseId(second as DeferredMsg));
-      assert.notEqual(releaseId(first as DeferredMsg), releaseId({ ...(first as DeferredMsg), deferrals: 4 }));
+      assert.equal(releaseId(first), releaseId(second));
+      assert.notEqual(releaseId(first), releaseId({ ...(first), deferrals: 4 }));
     });
 
     it("stop() resolves after the round in progress, and no take starts after it", async () => {
@@ -221,7 +221,7 @@ describe("defer pollers on one Redis", function () {
     clients = [redisClient(), redisClient()];
   });
   afterEach(async () => {
-    await dropPrefix(clients[0] as Redis, prefix);
+    await dropPrefix(clients[0], prefix);
     await Promise.all(clients.map((c) => c.quit()));
   });
 
@@ -232,12 +232,12 @@ describe("defer pollers on one Redis", function () {
     const pollers = watchers.map((w, i) => new DeferPoller({
       queue: w.queue, leaseMs: 10_000, batch: 50, idleMs: 50,
       onDue: async (msgs) => {
-        perPoller[i] = (perPoller[i] as number) + msgs.length;
+        perPoller[i] = perPoller[i] + msgs.length;
         released.push(...msgs.map((m) => m.id));
         await sleep(1); // a release takes a moment, so the two interleave
       },
     }));
-    const feeder = new RedisDeferQueue(clients[0] as Redis, { keyPrefix: prefix, configId: "cfg", gate: "g" });
+    const feeder = new RedisDeferQueue(clients[0], { keyPrefix: prefix, configId: "cfg", gate: "g" });
     const ids = Array.from({ length: 1000 }, (_, i) => `r${i}`);
     const now = Date.now();
     // half due now, half spread over the next 300 ms while both pollers run

@@ -279,7 +279,7 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       const [taken] = await h.queue.takeDue(10, 5000);
       assert.equal(taken?.id, "r1");
       // the release sent it back through the chain, and a gate deferred it again
-      await h.queue.defer({ ...(taken as DeferredMsg), deferrals: 2, dueAt: Date.now() - 1 });
+      await h.queue.defer({ ...(taken), deferrals: 2, dueAt: Date.now() - 1 });
       await h.queue.ack(["r1"]);
       assert.equal(await h.queue.size(), 1);
       const again = await h.queue.takeDue(10, 5000);
@@ -439,8 +439,8 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
     it("acks idempotently: a retried ack removes nothing more", async () => {
       await h.queue.defer(entry({ id: "a1" }));
       const [taken] = await h.queue.takeDue(1, 5000);
-      await h.queue.ack([taken?.id as string]);
-      await h.queue.ack([taken?.id as string]);
+      await h.queue.ack([taken?.id]);
+      await h.queue.ack([taken?.id]);
       assert.equal(await h.queue.size(), 0);
     });
 
@@ -483,7 +483,7 @@ deferQueueConformance("redis", async (options) => {
   const prefix = uniquePrefix("dq");
   const scope = { keyPrefix: prefix, configId: "cfg-1", gate: GATE };
   const clients: Redis[] = [redisClient()];
-  const first = clients[0] as Redis;
+  const first = clients[0];
   return {
     queue: new RedisDeferQueue(first, scope, { codec: codecOf(options) }),
     otherInstance: async () => {
@@ -510,7 +510,7 @@ describe("on a Redis Cluster of three masters", function () {
     const prefix = prefixOnMaster("dqc", queues++, deferHashTag);
     const scope = { keyPrefix: prefix, configId: "cfg-1", gate: GATE };
     const clients: Cluster[] = [new Cluster(seeds())];
-    const first = clients[0] as Cluster;
+    const first = clients[0];
     return {
       queue: new RedisDeferQueue(first, scope, { codec: codecOf(options) }),
       otherInstance: async () => {
@@ -582,7 +582,7 @@ describe("memory defer store: the journal is always what is still owed", functio
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it("rebuilds, after a crash (no close), every held and merged msg; a taken msg is due again; released and dropped ones stay gone", async () => {
-    let now = 5_000_000;
+    const now = 5_000_000;
     const first = open(() => now);
     const a = first.queue("gate-a");
     const b = first.queue("gate-b");

@@ -114,7 +114,7 @@ describe("core/pgRules: PgRuleSource on two instances (real PostgreSQL and Redis
     const a = await instance();
     await a.create("acme", { id: "m", scope: "channel", channel: "sms", max_count: 1, window_seconds: 60 });
     await a.rulesFor("acme", "sms");
-    const subscriber = connections[1] as Redis;
+    const subscriber = connections[1];
     subscriber.disconnect(true);
     await eventually(() => a.peek("acme", "sms") === undefined, "forgotten after the resubscribe", 3000);
   });
