@@ -9,8 +9,8 @@ const AVAILABLE_MODES = ["claim", "check", "record", "release"];
 const own = nodeTexts(TYPE);
 
 const mode: Validator = function (value, opt) {
-  if (value === "" || value === undefined || AVAILABLE_MODES.includes(String(value))) return true;
-  return verdict(own(`${TYPE}.errors.mode`, { mode: String(value) }), opt);
+  if (value === "" || value === undefined || (typeof value === "string" && AVAILABLE_MODES.includes(value))) return true;
+  return verdict(own(`${TYPE}.errors.mode`, { mode: typeof value === "string" ? value : JSON.stringify(value) }), opt);
 };
 
 /** The frequency-cap-gate's editor: what its registerType (nodes/frequency-cap-gate.html) refers to. */
@@ -23,7 +23,7 @@ export const frequencyCapGate = {
   paletteLabel: (): string => own(`${TYPE}.paletteLabel`),
   label(this: EditorNode): string {
     if (typeof this.name === "string" && this.name !== "") return this.name;
-    return this.mode && this.mode !== "claim" ? own(`${TYPE}.labelMode`, { mode: String(this.mode) }) : own(`${TYPE}.label`);
+    return this.mode && this.mode !== "claim" ? own(`${TYPE}.labelMode`, { mode: typeof this.mode === "string" ? this.mode : JSON.stringify(this.mode) }) : own(`${TYPE}.label`);
   },
   labelStyle,
   inputLabels: inputLabel,

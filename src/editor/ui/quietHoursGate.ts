@@ -89,7 +89,7 @@ export const quietHoursGate = {
   paletteLabel: (): string => own(`${TYPE}.paletteLabel`),
   label(this: EditorNode): string {
     if (typeof this.name === "string" && this.name !== "") return this.name;
-    const window = own(`${TYPE}.label`, { start: String(this.start || "21:00"), end: String(this.end || "08:00") });
+    const window = own(`${TYPE}.label`, { start: typeof this.start === "string" && this.start !== "" ? this.start : "21:00", end: typeof this.end === "string" && this.end !== "" ? this.end : "08:00" });
     const days = daysLabel(this.days);
     return days === "" ? window : `${window} ${days}`;
   },

@@ -71,6 +71,7 @@ function rulesText(rules: unknown): string {
 /** The cap-config dialog: store, rules (as a table or JSON), sends. */
 export function oneditprepare(this: EditorNode): void {
   const node = this;
+  // eslint-disable-next-line prefer-const -- the tabs and toggles made before it resize it once it exists
   let dialog: RulesDialog | undefined;
   prepareTabs(() => dialog?.json.resize());
   $("#node-config-input-timeoutMs").spinner({ min: 1 });
