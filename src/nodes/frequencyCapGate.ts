@@ -74,8 +74,8 @@ export default function register(RED: NodeAPI): void {
     /**
      * One msg's claim, told its decision by the engine (CapEngine.claimTo):
      * the verdict is written and the msg's turn ends, a refusal's work first.
-     * A burst's msgs each had a promise here, its then and the functions they
-     * made, all kept until the store answered.
+     * One object per msg and no promise: a burst keeps thousands of them
+     * until the store answers.
      */
     class ClaimVerdict implements DecisionTo {
       constructor(private readonly msg: AdmittedMsg, private readonly turn: Turn, private readonly service: CapService, private readonly sendData: Send) {}

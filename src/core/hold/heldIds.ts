@@ -67,7 +67,7 @@ let pacedReleaseSeq = 0;
  * The release_id a throughput-gate gives a msg as it paces it, kept beside
  * the msg (meta) so that every release of it says the same: unique like a
  * paced id, and as long as a hashed one (32 hex digits), with no hash to
- * compute per msg (at 10,000 msgs/s a sha256 each was a few % of the gate).
+ * compute per msg.
  */
 export function pacedReleaseId(): string {
   pacedReleaseSeq = (pacedReleaseSeq + 1) % Number.MAX_SAFE_INTEGER;

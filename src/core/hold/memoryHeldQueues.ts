@@ -195,7 +195,7 @@ export class MemoryDeferStore {
   /** Compacts at once (on start, on close): the queues do not run meanwhile. */
   private compact(): void {
     const lines = this.stateLines();
-    // the size the rewrite wrote: measured again line by line, every msg was turned into JSON twice (a close took twice as long)
+    // the size the rewrite wrote, as it wrote it: measured again, every msg would be turned into JSON twice
     this.lastCompactBytes = (this.journal as DeferJournal).rewrite(lines);
   }
 

@@ -14,9 +14,8 @@ export interface Backlog {
 
 /**
  * msgs a gate works on at once: two of the send queue's largest batches, so
- * one is gathered while the store answers the other. More only keeps more
- * state alive: on the bench's 100,000-msg burst 512 drained fastest (2,048 and
- * 128 were about a quarter slower; interleaved runs, the box's noise ±15 %).
+ * one is gathered while the store answers the other; more only keeps more
+ * state alive (bench/README.md has the burst runs that chose it).
  */
 export const MAX_ACTIVE = 512;
 

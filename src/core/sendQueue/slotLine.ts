@@ -3,9 +3,9 @@ const CHUNK_SLOTS = 1024;
 
 /**
  * A first-in first-out line of slots, kept in fixed-size chunks: pushing
- * never copies what is already in line (an array of 100,000 msgs' slots was
- * copied each time it grew, 3 MB at the end), and a chunk is let go as soon
- * as its last slot is taken.
+ * never copies what is already in line (a burst's line grows to hundreds of
+ * thousands of slots), and a chunk is let go as soon as its last slot is
+ * taken.
  */
 export class SlotLine<T> {
   private readonly chunks: (T | undefined)[][] = [];

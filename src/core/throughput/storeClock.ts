@@ -52,10 +52,9 @@ export class StoreClock {
 /**
  * The clock of a store in this process (the memory store reads
  * performance.timeOrigin + performance.now(), to the whole ms): store time is
- * local time, so there is no offset to learn. Learnt, it went wrong whenever a
- * gate's first answers were all read late (the loop busy with a burst's
- * receives, a GC pause): read 150 ms late, the gate took the store to run
- * 150 ms behind and paced every msg 150 ms late until a prompt answer came.
+ * local time, so there is no offset to learn: an offset learnt from answers
+ * read late (the loop busy with a burst's receives, a GC pause) would pace
+ * every msg that much late until a prompt answer came.
  */
 export class LocalStoreClock extends StoreClock {
   override observe(): void {}
