@@ -360,11 +360,47 @@ export function markRefunded(admission: Admission, refunded: number): void {
   if (last) last.refunded = refunded;
 }
 
+/**
+ * The HTTP status of a refusal (SPEC §3): 429 with Retry-After for what a
+ * retry later can pass (a cap, a ceiling, a quiet window); a refusal no retry
+ * fixes says so, so a client stops retrying: 403 for an opted-out recipient
+ * or a cap that never frees (a recipient limit of 0), 409 for a duplicate
+ * body, 410 for a msg that could not be admitted before its deadline.
+ */
+export function httpStatusOf(admission: Pick<Admission, "reason" | "retry_after_seconds">): number {
+  switch (admission.reason) {
+    case "opted_out":
+      return 403;
+    case "duplicate_content":
+      return 409;
+    case "defer_expired":
+      return 410;
+    default:
+      return admission.retry_after_seconds === null ? 403 : 429;
+  }
+}
+
 /** The HTTP reply of a refused send (SPEC §3 HTTP mode), for an `http response` node. */
 export function httpRefusal(admission: Admission): { statusCode: number; headers: Record<string, string>; payload: unknown } {
   const code = admission.error?.code ?? (admission.reason ? ERROR_CODES[admission.reason] : "REFUSED");
   const headers: Record<string, string> = {};
+  const statusCode = httpStatusOf(admission);
   // the header takes whole seconds (RFC 9110); the throughput-gate's exact wait (0.1 s) stays in the body
-  if (typeof admission.retry_after_seconds === "number") headers["Retry-After"] = String(Math.ceil(admission.retry_after_seconds));
-  return { statusCode: 429, headers, payload: { error: code, details: admission.error?.details ?? {} } };
+  if (statusCode === 429 && typeof admission.retry_after_seconds === "number") headers["Retry-After"] = String(Math.ceil(admission.retry_after_seconds));
+  return { statusCode, headers, payload: { error: code, details: admission.error?.details ?? {} } };
+}
+
+/**
+ * The HTTP reply of a msg held for later (SPEC §3): 202 Accepted at once,
+ * with when it is due; the held msg itself carries no req/res, so its
+ * release answers nothing a second time.
+ */
+export function httpHeld(admission: Admission, dueAt: number): { statusCode: number; headers: Record<string, string>; payload: unknown } {
+  const releaseAt = new Date(dueAt).toISOString();
+  const waitSeconds = Math.max(0, Math.ceil((dueAt - Date.now()) / 1000));
+  return {
+    statusCode: 202,
+    headers: { "Retry-After": String(waitSeconds) },
+    payload: { status: "deferred", reason: admission.reason ?? null, release_at: releaseAt, deferrals: admission.deferrals ?? 1 },
+  };
 }

@@ -1,5 +1,16 @@
+/**
+ * The package's errors print as their message, which starts with the field
+ * or the reason (SPEC §3): Node-RED writes `String(err)` into a Catch node's
+ * msg.error.message, and a class name there is noise a flow strips.
+ */
+abstract class SendgateError extends Error {
+  override toString(): string {
+    return this.message;
+  }
+}
+
 /** A send whose fields break the contract of SPEC §2; `field` names the culprit. */
-export class SendFieldError extends Error {
+export class SendFieldError extends SendgateError {
   readonly code = "INVALID_SEND";
   constructor(readonly field: string, message: string) {
     super(`${field}: ${message}`);
@@ -8,7 +19,7 @@ export class SendFieldError extends Error {
 }
 
 /** Rules (inline or loaded) that fail the schema; every problem is listed. */
-export class RuleValidationError extends Error {
+export class RuleValidationError extends SendgateError {
   readonly code = "INVALID_RULES";
   constructor(readonly problems: string[]) {
     super(`invalid frequency cap rules: ${problems.join("; ")}`);
@@ -17,7 +28,7 @@ export class RuleValidationError extends Error {
 }
 
 /** A cap-config whose properties or rules cannot be used; every problem is listed. */
-export class ConfigError extends Error {
+export class ConfigError extends SendgateError {
   readonly code = "INVALID_CONFIG";
   constructor(readonly problems: string[]) {
     super(`cap-config is not usable: ${problems.join("; ")}`);
@@ -33,10 +44,11 @@ export class ConfigError extends Error {
 export type StoreFailureKind = "timeout" | "error" | "circuit_open" | "not_ready" | "overloaded";
 
 /** The counter store could not answer in time (or at all). */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends SendgateError {
   readonly code = "STORE_UNAVAILABLE";
+  /** `message` says what happened; the error's message starts with the reason: overloaded, else store */
   constructor(readonly kind: StoreFailureKind, message: string, override readonly cause?: unknown) {
-    super(message);
+    super(`${kind === "overloaded" ? "overloaded" : "store"}: ${message}`);
     this.name = "StoreUnavailableError";
   }
 }

@@ -19,14 +19,16 @@ function payloadText(payload: unknown): string {
  * `_msgid` alone took a function node's second notification to a recipient
  * for a retry of the first: it passed a cap of 1 without taking a slot, and a
  * deferral held only the last of them. The fallback is the `_msgid` with a
- * digest of what the msg says (payload, topic) and where it goes (channel):
- * a clone or a retry of a msg says the same, a sibling says something else.
+ * digest of everything the gate reads of the send (recipient, channel,
+ * category, attributes, payload, topic): a clone or a retry of a msg says the
+ * same, a sibling differs in one of them.
  * Anything but a string `_msgid` is returned as it is (the send's checks name it).
  */
-export function fallbackMessageId(msgid: unknown, content: { payload: unknown; topic: unknown; channel: unknown }): unknown {
+export function fallbackMessageId(msgid: unknown, content: { payload: unknown; topic: unknown; channel: unknown; recipient?: unknown; category?: unknown; attributes?: unknown }): unknown {
   if (typeof msgid !== "string") return msgid;
-  const topic = typeof content.topic === "string" ? content.topic : "";
-  const channel = typeof content.channel === "string" ? content.channel : "";
-  const digest = sha256Hex(JSON.stringify([channel, topic, payloadText(content.payload)])).slice(0, 16);
+  const text = (value: unknown): string => (typeof value === "string" ? value : "");
+  const digest = sha256Hex(JSON.stringify([
+    text(content.channel), text(content.topic), payloadText(content.payload), text(content.recipient), text(content.category), payloadText(content.attributes ?? null),
+  ])).slice(0, 16);
   return `${msgid}:${digest}`;
 }

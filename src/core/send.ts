@@ -192,7 +192,7 @@ export function sendOrg(value: unknown, rules: Pick<SendRules, "defaultOrg">): s
 
 /** Checks a raw send against SPEC §2 and returns it typed, or throws naming the field. */
 export function parseSend(raw: RawSend, rules: SendRules): Send {
-  if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
+  if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required: set msg.recipient (the stable user id), or point the gate's Recipient property elsewhere");
   if (typeof raw.recipient !== "string") throw new SendFieldError("recipient", `must be a string, got ${typeof raw.recipient}`);
   if (raw.recipient.trim() === "") throw new SendFieldError("recipient", "must not be blank");
   boundedText("recipient", raw.recipient);
@@ -223,7 +223,7 @@ export function parseSend(raw: RawSend, rules: SendRules): Send {
  * needed (a give-back touches nothing outside the msg's own keys).
  */
 export function claimHolder(raw: Pick<RawSend, "recipient" | "org">, rules: Pick<SendRules, "defaultOrg">): { recipient: string; org: string } {
-  if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required (the stable user id)");
+  if (absent(raw.recipient)) throw new SendFieldError("recipient", "is required: set msg.recipient (the stable user id), or point the gate's Recipient property elsewhere");
   if (typeof raw.recipient !== "string") throw new SendFieldError("recipient", `must be a string, got ${typeof raw.recipient}`);
   return { recipient: raw.recipient, org: sendOrg(raw.org, rules) };
 }

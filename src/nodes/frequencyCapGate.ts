@@ -152,7 +152,7 @@ export default function register(RED: NodeAPI): void {
           : undefined;
         const { deferMaxMs, jitterMs } = gate.settings as CapGateSettings;
         await holdOrExpire({ ...refusal, configId: (config as CapConfigNode).id, deferMaxMs, jitterMs: calendar ? jitterMs : 0, order: heldOrder }, msg, admission, sendData, dueAt,
-          (m) => turn.send([null, m, null]), collapseKey);
+          turn, collapseKey);
         return;
       }
       await prepareRefusal(refusal, msg, admission, sendData);

@@ -99,7 +99,7 @@ export default function register(RED: NodeAPI): void {
       const ctx = { RED, node, gate: GATE, service, status, httpResponse };
       if (settings.disposition === "defer") {
         await holdOrExpire({ ...ctx, configId: (gate.config as CapConfigNode).id, deferMaxMs: settings.deferMaxMs, jitterMs: settings.jitterMs, order: heldOrder }, msg, refusal, sendData,
-          Number.isFinite(until) ? until : null, (m) => turn.send([null, m, null]));
+          Number.isFinite(until) ? until : null, turn);
         return;
       }
       await prepareRefusal(ctx, msg, refusal, sendData);

@@ -567,7 +567,7 @@ export class RedisStore implements AdmissionStore {
     const state = this.stateHolder.get();
     if (state === "ready") return undefined;
     // connected once and down now: nothing to wait for, the call fails at once (the breaker opens, the fail mode decides)
-    if (this.everReady) return Promise.reject(new StoreUnavailableError("not_ready", `redis store is ${state}`));
+    if (this.everReady) return Promise.reject(new StoreUnavailableError("not_ready", `redis is ${state}`));
     return this.firstConnection.wait();
   }
 }

@@ -232,10 +232,10 @@ for (const kind of STORE_KINDS) {
       const caught = flow.out.of("caught");
       assert.deepEqual(caught.map((m) => m.messageId), ["no-recipient", "bad-channel", "no-tier", "bad-attr"]);
       const messages = caught.map((m) => (m.error as { message: string }).message);
-      assert.match(messages[0] ?? "", /^SendFieldError: recipient: is required/);
-      assert.match(messages[1] ?? "", /^SendFieldError: channel: unknown channel "carrier-pigeon"/);
-      assert.match(messages[2] ?? "", /^SendFieldError: tier: is required/);
-      assert.match(messages[3] ?? "", /^SendFieldError: attributes\.topic: must be a string/);
+      assert.match(messages[0] ?? "", /^recipient: is required/);
+      assert.match(messages[1] ?? "", /^channel: unknown channel "carrier-pigeon"/);
+      assert.match(messages[2] ?? "", /^tier: is required/);
+      assert.match(messages[3] ?? "", /^attributes\.topic: must be a string/);
       assert.ok(caught.every((m) => m.admission === undefined), "the msg reaches Catch as it came in");
       assert.equal(flow.out.of("allowed").length + flow.out.of("skipped").length, 0);
     });

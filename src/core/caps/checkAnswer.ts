@@ -9,8 +9,10 @@ export type CheckAnswer =
   | { eligible: Record<string, boolean>; remaining: Record<string, number | null>; blocked: Record<string, Blocked> };
 
 /**
- * The answer of a check: per candidate key (null-prototype objects, since the
- * keys are the caller's ids) or, for a msg without candidates, its own. With
+ * The answer of a check: per candidate key or, for a msg without candidates,
+ * its own. Plain objects a function node can call hasOwnProperty on; every
+ * key (the caller's ids, `__proto__` too) is defined as an own property,
+ * never assigned, so none reaches a prototype. With
  * no verdicts (an exempt tier, or the store failed open), everything is
  * eligible and nothing counted.
  */
@@ -20,15 +22,20 @@ export function checkAnswer(candidates: readonly Candidate[] | undefined, verdic
     const own = verdict(0);
     return { eligible: own.eligible, remaining: own.remaining, ...(own.blocked ? { blocked: own.blocked } : {}) };
   }
-  const eligible = Object.create(null) as Record<string, boolean>;
-  const remaining = Object.create(null) as Record<string, number | null>;
-  const blocked = Object.create(null) as Record<string, Blocked>;
+  const eligible: Record<string, boolean> = {};
+  const remaining: Record<string, number | null> = {};
+  const blocked: Record<string, Blocked> = {};
   for (let i = 0; i < candidates.length; i++) {
     const key = candidates[i].key;
     const v = verdict(i);
-    eligible[key] = v.eligible;
-    remaining[key] = v.remaining;
-    if (v.blocked) blocked[key] = v.blocked;
+    own(eligible, key, v.eligible);
+    own(remaining, key, v.remaining);
+    if (v.blocked) own(blocked, key, v.blocked);
   }
   return { eligible, remaining, blocked };
+}
+
+/** Sets `record[key]` as an own, enumerable property, whatever the key (an assignment to `__proto__` would set the prototype). */
+function own<T>(record: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -16,6 +16,7 @@ export function heldAdmission(refusal: Admission, firstDeferredAt: number, gateI
   if (!Object.hasOwn(since, gateId)) since[gateId] = new Date(firstDeferredAt).toISOString();
   return {
     ...refusal,
+    status: "deferred",
     deferrals: (refusal.deferrals ?? 0) + 1,
     first_deferred_at: refusal.first_deferred_at ?? new Date(firstDeferredAt).toISOString(),
     deferred_since: since,

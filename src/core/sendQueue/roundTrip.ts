@@ -49,9 +49,9 @@ export function roundTrip<T>(call: Promise<T>, timeoutMs: number, heardWaited?: 
         const silentMs = firedOn - quietSince;
         // a timer may fire a fraction of a ms early by this clock: that is no reason for another turn
         if (silentMs >= timeoutMs - 1) {
-          reject(new StoreUnavailableError("timeout", `store answered nothing for ${timeoutMs} ms`));
+          reject(new StoreUnavailableError("timeout", `answered nothing for ${timeoutMs} ms`));
         } else if (waited >= timeoutMs * CEILING_TIMEOUTS) {
-          reject(new StoreUnavailableError("timeout", `store did not answer within ${timeoutMs * CEILING_TIMEOUTS} ms`));
+          reject(new StoreUnavailableError("timeout", `did not answer within ${timeoutMs * CEILING_TIMEOUTS} ms`));
         } else {
           // the silence reaches the timeout no sooner than this (the wait clock runs no faster than the wall clock)
           timer = setTimeout(check, Math.max(1, timeoutMs - silentMs));

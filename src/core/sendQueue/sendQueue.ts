@@ -309,7 +309,7 @@ export class SendQueue implements Backlog {
           refused ??= result;
           this.answer(w, undefined, result);
         } else if (i >= results.length) {
-          this.answer(w, new StoreUnavailableError("error", `store answered ${results.length} of ${group.length} items`));
+          this.answer(w, new StoreUnavailableError("error", `answered ${results.length} of ${group.length} items`));
         } else {
           answered++;
           this.answer(w, undefined, result);

@@ -34,7 +34,7 @@ export function mayHaveLanded(error: StoreUnavailableError): boolean {
 export function asStoreFailure(err: unknown): StoreUnavailableError {
   if (err instanceof StoreUnavailableError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  return new StoreUnavailableError("error", `store error: ${message}`, err);
+  return new StoreUnavailableError("error", `error: ${message}`, err);
 }
 
 /**

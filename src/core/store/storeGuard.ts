@@ -55,7 +55,7 @@ export class CircuitBreaker {
   admit(): boolean {
     if (this.consecutiveFaults < this.threshold) return false;
     if (Date.now() < this.openUntil || this.probing) {
-      throw new StoreUnavailableError("circuit_open", "store circuit is open after repeated failures");
+      throw new StoreUnavailableError("circuit_open", "circuit open after repeated failures");
     }
     this.probing = true;
     return true;

@@ -1,5 +1,5 @@
 import type { NodeMessage } from "node-red";
-import { deferredSince, type Admission } from "../../core/admission";
+import { deferredSince, httpHeld, type Admission } from "../../core/admission";
 import type { DeferredMsg } from "../../core/hold/heldQueue";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../../core/hold/heldAdmission";
 import type { ReleaseHandler } from "../../core/hold/deferrals";
@@ -11,6 +11,7 @@ import { ownValue } from "../../core/ownKeys";
 import { sha256Hex } from "../../core/sha256";
 import { expiryOf, type Send } from "../../core/send";
 import type { GateStatus } from "./status";
+import type { Turn } from "./turn";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg, type RefusalContext } from "./refusal";
 
 export interface HoldingContext extends RefusalContext {
@@ -49,7 +50,7 @@ function firstDeferredAt(admission: Admission, gateId: string): number | undefin
  */
 export async function holdOrExpire(
   ctx: HoldingContext, msg: AdmittedMsg, refusal: Admission, send: Send, dueAt: number | null,
-  sendSkipped: (msg: NodeMessage) => void, collapseKey?: string,
+  turn: Pick<Turn, "send" | "answer">, collapseKey?: string,
 ): Promise<boolean> {
   const now = Date.now();
   const first = firstDeferredAt(refusal, ctx.node.id);
@@ -62,7 +63,7 @@ export async function holdOrExpire(
   if (plan.kind === "expired") {
     const expired = expiredAdmission(refusal, plan.deadline, refusal.reason, { gate: ctx.gate, now: new Date(now) });
     await prepareRefusal(ctx, msg, expired, send);
-    sendSkipped(msg);
+    turn.send([null, msg, null]);
     return false;
   }
   // a recipient's msgs due together leave in the order they came in: each at least 1 ms after the one before
@@ -75,6 +76,9 @@ export async function holdOrExpire(
   const stored = storedMsg({ ...(group === undefined && groupDropped === undefined ? msg : own), admission: held });
   const storedGroup = merged.length > 0 ? storedCopy("msg.collapsed", merged) : undefined;
   await giveBackClaims(ctx, refusal, send);
+  // the gate's own entry says what became of the msg: held for later, not skipped
+  const entry = refusal.trail[refusal.trail.length - 1];
+  if (entry?.status === "skipped" && entry.gate === ctx.gate) entry.status = "deferred";
   msg.admission = { ...held, claims: refusal.claims, trail: refusal.trail };
   stored.admission = msg.admission;
   // through the send queue: batched with the burst's other holds, under a timeout of its own.
@@ -88,7 +92,15 @@ export async function holdOrExpire(
     msg: stored,
   }, collapseKey !== undefined ? { collapseKey } : {});
   ctx.service.metrics.gate(ctx.node.id, ctx.gate).heldFor(refusal.reason);
+  if (ctx.httpResponse && Object.hasOwn(msg, "res")) turn.answer(heldAnswer(msg, due));
   return true;
+}
+
+/** HTTP mode: the request of a msg just held, answered at once (202, when it is due), by a msg of its own that carries only the request. */
+function heldAnswer(msg: AdmittedMsg, dueAt: number): NodeMessage {
+  const reply = httpHeld(msg.admission as Admission, dueAt);
+  const { req, res } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
+  return { _msgid: msg._msgid, req, res, statusCode: reply.statusCode, headers: reply.headers, payload: reply.payload, admission: msg.admission } as NodeMessage;
 }
 
 /**

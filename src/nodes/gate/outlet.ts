@@ -91,6 +91,11 @@ export class GateOutlet {
     this.transit?.sent(out, whose);
   }
 
+  /** Sends what is no verdict (an HTTP request's answer) as it is: neither counted, nor kept when a stopped node would drop it. */
+  answer(out: Outputs): void {
+    this.node.send(out);
+  }
+
   private sendClosing(out: Outputs, whose: Whose | undefined): void | Promise<void> {
     const counts = this.counts;
     const sendNow = (now: Outputs): void => {

@@ -145,7 +145,7 @@ function withFallbackId(send: RawGateInput, msg: NodeMessage): RawGateInput {
   // absent as parseSend reads it: undefined, null or ""
   if (send.messageId === undefined || send.messageId === null || send.messageId === "") {
     const { payload, topic } = msg as NodeMessage & { topic?: unknown };
-    send.fallbackMessageId = fallbackMessageId(send.fallbackMessageId, { payload, topic, channel: send.channel });
+    send.fallbackMessageId = fallbackMessageId(send.fallbackMessageId, { payload, topic, channel: send.channel, recipient: send.recipient, category: send.category, attributes: send.attributes });
   }
   return send;
 }

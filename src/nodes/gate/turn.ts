@@ -1,3 +1,4 @@
+import type { NodeMessage } from "node-red";
 import type { Place } from "../../core/outputOrder";
 import type { GateCounts } from "../../core/metrics/gateCounts";
 import type { GateStatus } from "./status";
@@ -13,6 +14,12 @@ export interface Turn {
   send(out: Outputs): void;
   /** puts the msg in its recipient's line, once the gate has read whose it is */
   lineUp(whose: Whose): void;
+  /**
+   * answers the msg's HTTP request now (HTTP mode, a msg held for later) by
+   * the skipped output, where an http response node waits: not a verdict,
+   * so neither counted nor kept for the next deployment
+   */
+  answer(reply: NodeMessage): void;
   /**
    * the msg is done (with `err`, it goes to Catch): for a handler that
    * returned no promise, which must call it exactly once; the gate calls it
@@ -54,6 +61,10 @@ export class MsgTurn implements Turn {
   lineUp(whose: Whose): void {
     this.whose = whose;
     this.place.join(whose.org, whose.recipient);
+  }
+
+  answer(reply: NodeMessage): void {
+    this.shared.outlet.answer([null, reply]);
   }
 
   /** The handler has finished (with `err`, the msg goes to Catch): at the msg's turn, done, and the next one begins. */
