@@ -4,7 +4,9 @@
  * `npm run build`: the runtime and the tests (tsc → dist/), then the editor
  * (src/editor, type-checked by tsc and bundled by esbuild with the schema code
  * it shares with the runtime → resources/sendgate-editor.js, which every node's
- * HTML loads). Ends by writing dist/.built, which `npm start` compares with the
+ * HTML loads; and the Admission sidebar, src/editor/sidebar →
+ * resources/admission-sidebar.js, which plugins/admission-sidebar.html
+ * loads). Ends by writing dist/.built, which `npm start` compares with the
  * sources to build only when something changed.
  */
 const { execFileSync } = require("child_process");
@@ -22,9 +24,9 @@ function main() {
     fs.rmSync(path.join(root, "dist"), { recursive: true, force: true });
     run(["-p", "tsconfig.json"]);
     run(["-p", "tsconfig.editor.json"]);
-    require("esbuild").buildSync({
+    const bundle = (entry, outfile) => require("esbuild").buildSync({
         absWorkingDir: root,
-        entryPoints: ["src/editor/ui/index.ts"],
+        entryPoints: [entry],
         bundle: true,
         format: "iife",
         platform: "browser",
@@ -32,10 +34,12 @@ function main() {
         minify: true,
         sourcemap: true,
         legalComments: "none",
-        outfile: "resources/sendgate-editor.js",
+        outfile,
         loader: { ".css": "text" },
         logLevel: "warning",
     });
+    bundle("src/editor/ui/index.ts", "resources/sendgate-editor.js");
+    bundle("src/editor/sidebar/index.ts", "resources/admission-sidebar.js");
     fs.writeFileSync(path.join(root, "dist", ".built"), `${new Date().toISOString()}\n`);
 }
 
