@@ -46,8 +46,9 @@ export function stat(kind: string, label: string, value: number): JQuery {
 }
 
 /**
- * A section with a heading that folds it: `isOpen` and `setOpen` keep the
- * choice across redraws (the sidebar redraws every few seconds).
+ * A section with a heading that folds it (a click, Enter or Space), starting
+ * `open` or folded; `setOpen` hears the user's choice, so the caller keeps it
+ * across redraws (the sidebar redraws every few seconds).
  */
 export function foldable(heading: JQuery, body: JQuery, open: boolean, setOpen: (open: boolean) => void): void {
   const caret = $('<i class="fa sendgate-admission-caret"></i>').prependTo(heading);
