@@ -4,7 +4,9 @@
  * `npm run build`: the runtime and the tests (tsc → dist/), then the editor
  * (src/editor, type-checked by tsc and bundled by esbuild with the schema code
  * it shares with the runtime → resources/sendgate-editor.js, which every node's
- * HTML loads). Ends by writing dist/.built, which `npm start` compares with the
+ * HTML loads; and the Admission sidebar, src/editor/sidebar →
+ * resources/admission-sidebar.js, which plugins/admission-sidebar.html
+ * loads). Ends by writing dist/.built, which `npm start` compares with the
  * sources to build only when something changed.
  *
  * `--no-source-maps` (what `npm pack` and `npm publish` run, through
@@ -30,9 +32,9 @@ function main() {
     fs.rmSync(path.join(root, "resources", "sendgate-editor.js.map"), { force: true });
     run(["-p", "tsconfig.json", ...(sourceMaps ? [] : ["--sourceMap", "false"])]);
     run(["-p", "tsconfig.editor.json"]);
-    require("esbuild").buildSync({
+    const bundle = (entry, outfile) => require("esbuild").buildSync({
         absWorkingDir: root,
-        entryPoints: ["src/editor/ui/index.ts"],
+        entryPoints: [entry],
         bundle: true,
         format: "iife",
         platform: "browser",
@@ -40,10 +42,12 @@ function main() {
         minify: true,
         sourcemap: sourceMaps,
         legalComments: "none",
-        outfile: "resources/sendgate-editor.js",
+        outfile,
         loader: { ".css": "text" },
         logLevel: "warning",
     });
+    bundle("src/editor/ui/index.ts", "resources/sendgate-editor.js");
+    bundle("src/editor/sidebar/index.ts", "resources/admission-sidebar.js");
     fs.writeFileSync(path.join(root, "dist", ".built"), `${new Date().toISOString()}\n`);
 }
 

@@ -12,8 +12,9 @@
  * test suite loads it). The injects of PRESSES are pressed first, as a
  * person following the example's steps would, so the picture shows the
  * gates' statuses and the debug counters. The palette and the sidebar are
- * hidden: the workspace is the 1,600-px-wide editor the examples must fit
- * (the script says so when a node runs past it). Not part of `npm test`.
+ * hidden, so the picture is the flow alone; the script says so when a node
+ * runs past the canvas a 1,600-px editor shows with them open (FIT), which
+ * every example must fit. Not part of `npm test`.
  *
  * Chromium: /usr/bin/chromium (Debian's), or CHROMIUM_PATH.
  */
@@ -25,6 +26,8 @@ const { spawn } = require("child_process");
 
 const root = path.resolve(__dirname, "..");
 const WIDTH = 1600;
+/** The canvas of a 1,600-px editor beside its palette (180 px) and sidebar (315 px and an 8-px separator). */
+const FIT = WIDTH - 180 - 315 - 8;
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 
 /** What to press before the picture, per example: [inject name, times], in the order of its steps. */
@@ -168,8 +171,8 @@ async function main() {
         const right = Math.max(...bounds.map((b) => b.right));
         const bottom = Math.max(...bounds.map((b) => b.bottom));
         // a debug node's button sticks out some 25 px past its box
-        const widest = bounds.filter((b) => b.right + (b.type === "debug" ? 25 : 0) > WIDTH);
-        if (widest.length > 0) console.error(`screenshot-example: past ${WIDTH} px: ${widest.map((b) => `${b.name} (${Math.round(b.right)})`).join(", ")}`);
+        const widest = bounds.filter((b) => b.right + (b.type === "debug" ? 25 : 0) > FIT);
+        if (widest.length > 0) console.error(`screenshot-example: past ${FIT} px: ${widest.map((b) => `${b.name} (${Math.round(b.right)})`).join(", ")}`);
         console.log(`screenshot-example: nodes reach x ${Math.round(right)}, y ${Math.round(bottom)}`);
         if (process.env.SHOW_WIDTHS) for (const b of bounds) console.log(`  ${b.id} ${b.w} ${b.type} ${Math.round(b.left)}..${Math.round(b.right)} ${b.name}`);
 

@@ -10,10 +10,11 @@
  * - the package is loaded in place through Node-RED's `nodesDir` setting, which
  *   accepts the directory of a Node-RED module: edits show after a rebuild and
  *   a restart, with no npm install, no symlink and no copy;
- * - when there is no flow file yet, it gets the demo flow: the example
- *   `examples/frequency-cap-demo.json` on a tab, with ids and a cap-config of
- *   its own (scripts/demoFlow.js), so any example, that one included, can be
- *   imported beside it without a clash; after that the flows you deploy are kept;
+ * - when there is no flow file yet, it gets the demo flow: every gate in one
+ *   chain (scripts/demo-flow.json), on a tab with ids and a cap-config of its
+ *   own (scripts/demoFlow.js); it is none of the examples, so any example can
+ *   be imported beside it without a clash or a copy; after that the flows you
+ *   deploy are kept;
  * - `PORT` changes the port, `HOST` the address (default 127.0.0.1: the editor
  *   has no login, so it is not exposed to the network unless you ask).
  */
@@ -96,7 +97,7 @@ function main() {
     fs.mkdirSync(userDir, { recursive: true });
     writeSettings(uiHost, uiPort);
     if (seedFlowFile(flowFile)) {
-        console.log(`start: loaded the demo flow (examples/frequency-cap-demo.json on a tab of its own) into ${path.relative(root, flowFile)}`);
+        console.log(`start: loaded the demo flow (scripts/demo-flow.json, every gate in one chain) into ${path.relative(root, flowFile)}`);
     } else {
         console.log(`start: keeping the flows in ${path.relative(root, flowFile)} (delete it to get the demo flow back)`);
     }

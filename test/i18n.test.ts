@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../src/core/schema/capRuleSchema";
 import { lookup } from "../src/core/schema/messages";
 import type { RuleProblemCode } from "../src/core/schema/ruleProblems";
+import { GATE_NUMBER_FIELDS, QUIET_TIME_FIELDS } from "../src/editor/model/gateSettings";
 import { WINDOW_UNITS } from "../src/editor/model/ruleRows";
 import { SEND_FIELDS } from "../src/nodes/gate/sendReader";
 import { ROOT } from "./support/nodeRedProcess";
@@ -53,6 +54,10 @@ const FAMILIES: Record<string, string[]> = {
   "sendgate.rules.problem.${p.code}": PROBLEM_CODES.map((c) => `sendgate.rules.problem.${c}`),
   "sendgate.rules.problem.${parsed.problem.key}": ["notJson", "notArray", "notObject"].map((c) => `sendgate.rules.problem.${c}`),
   "sendgate.rules.input.${problem.key}": ["listJson", "matchJson", "matchSyntax", "matchEmpty", "matchTwice"].map((k) => `sendgate.rules.input.${k}`),
+  "sendgate.settings.rule.${field.kind}": [...new Set(Object.values(GATE_NUMBER_FIELDS).flatMap((fields) => Object.values(fields).map((f) => f.kind)))]
+    .map((k) => `sendgate.settings.rule.${k}`),
+  "sendgate.settings.label.${property}": [...Object.values(GATE_NUMBER_FIELDS).flatMap((fields) => Object.keys(fields)), ...Object.keys(QUIET_TIME_FIELDS)]
+    .map((p) => `sendgate.settings.label.${p}`),
   "cap-config.tabs.${name}": ["store", "rules", "sends"].map((n) => `cap-config.tabs.${n}`),
   "cap-config.units.${u.value}": WINDOW_UNITS.map((u) => `cap-config.units.${u.value}`),
   "cap-config.windowTypes.${w}": WINDOW_TYPES.map((w) => `cap-config.windowTypes.${w}`),

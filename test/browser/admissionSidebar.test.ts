@@ -14,6 +14,7 @@ const bcrypt = require(require.resolve("bcryptjs", { paths: [dirname(require.res
 /** The editor's globals, as the page.evaluate callbacks below see them. */
 declare const RED: {
   sidebar: { show(id: string): void; containsTab(id: string): boolean };
+  workspaces: { show(id: string): void };
   editor: { editConfig(name: string, type: string, id: string): void };
   nodes: { node(id: string): { rules?: { id: string; enforcement?: string }[]; valid?: boolean } | null };
   plugins: { getPlugin(id: string): { onremove?: () => void; onadd?: () => void } | undefined };
@@ -80,7 +81,7 @@ describe("the Admission sidebar in Chromium [browser]", function () {
   });
 
   /** Logs in through the editor's own login dialog and opens the Admission tab. */
-  async function openEditorAs(username: string): Promise<void> {
+  async function openEditorAs(username: string, show = true): Promise<void> {
     page = await browser.newPage({ viewport: { width: 1280, height: 820 } });
     page.on("pageerror", (err) => pageErrors.push(err.message));
     await page.goto(red.baseUrl);
@@ -90,8 +91,42 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     await page.waitForSelector(".red-ui-palette-node[data-palette-type='frequency-cap-gate']", { timeout: 60_000 });
     // Node-RED 4 and 5 draw the sidebar's tabs differently: ask the editor, not its DOM
     await page.waitForFunction(() => RED.sidebar.containsTab("sendgate-admission"), undefined, { timeout: 10_000 });
+    if (!show) return;
     await page.evaluate(() => RED.sidebar.show("sendgate-admission"));
     await page.waitForSelector(".sendgate-admission", { state: "visible" });
+  }
+
+  /** The admin API as the admin user: a token from Node-RED's own login. */
+  async function adminToken(): Promise<string> {
+    const res = await fetch(`${red.baseUrl}/auth/token`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ client_id: "node-red-admin", grant_type: "password", scope: "*", username: "admin", password: "secret" }),
+    });
+    const body = await res.text();
+    assert.ok(res.ok, body);
+    return (JSON.parse(body) as { access_token: string }).access_token;
+  }
+
+  /** Deploys `flow` in full, as the editor's Deploy button does. */
+  async function deployFlow(flow: unknown[]): Promise<void> {
+    const token = await adminToken();
+    const res = await fetch(`${red.baseUrl}/flows`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "Node-RED-Deployment-Type": "full" },
+      body: JSON.stringify(flow),
+    });
+    assert.ok(res.ok, await res.text());
+  }
+
+  /** Presses an inject node through the admin API (it may be on a tab the editor does not show). */
+  async function injectById(id: string): Promise<void> {
+    const res = await fetch(`${red.baseUrl}/inject/${id}`, { method: "POST", headers: { authorization: `Bearer ${await adminToken()}` } });
+    assert.ok(res.ok, await res.text());
+  }
+
+  /** Where a picture goes: docs/ when SENDGATE_SCREENSHOT=docs (the README shows them), else the test's own dir. */
+  function picture(name: string): string {
+    return process.env.SENDGATE_SCREENSHOT === "docs" ? join(ROOT, "docs", name) : join(dir, name);
   }
 
   /** Presses an inject node's button in the flow, each press once the sidebar counted the one before (a loaded box is slow). */
@@ -155,7 +190,7 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     assert.match(await shadow.locator(".sendgate-admission-cap-text").innerText(), /^1 of 1 · remaining 0 · would refuse; free in/);
 
     await page.locator(".red-ui-notification").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
-    const target = process.env.SENDGATE_SCREENSHOT === "docs" ? join(ROOT, "docs", "admission-sidebar.png") : join(dir, "admission-sidebar.png");
+    const target = picture("admission-sidebar.png");
     await page.screenshot({ path: target });
     assert.ok(statSync(target).size > 10_000);
 
@@ -188,5 +223,111 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     await refusal.waitFor({ timeout: 10_000 });
     assert.match(await refusal.innerText(), /not allowed to read frequency caps: your user needs the frequency-cap\.read permission/);
     assert.equal(await page.locator(".sendgate-admission-cap").count(), 0);
+  });
+  it("shows its button among the sidebar's tabs at the editor's default width, not only in the ▾ menu", async () => {
+    await openEditorAs("admin", false);
+    // Node-RED 4: a row of buttons beside the open tab, the last ones moved into ▾ when they do not fit;
+    // Node-RED 5: a bar of buttons, one per tab, below the sidebar
+    const nodeRed4 = (await page.locator("#red-ui-tab-info-link-button").count()) > 0;
+    const button = page.locator(nodeRed4 ? "#red-ui-tab-sendgate-admission-link-button" : "button[data-tab-id='sendgate-admission']");
+    await page.waitForTimeout(500);
+    assert.equal(await button.isVisible(), true, "the Admission tab's button is shown");
+    if (nodeRed4) {
+      // the tabs the editor pins keep their places before it
+      for (const core of ["info", "help", "debug"]) assert.equal(await page.locator(`#red-ui-tab-${core}-link-button`).isVisible(), true, core);
+      assert.equal(await page.locator("#red-ui-sidebar").evaluate((e) => Math.round(e.getBoundingClientRect().width)), 315, "the default width");
+    }
+    await button.click();
+    await page.waitForSelector(".sendgate-admission", { state: "visible" });
+  });
+
+  it("lists broken gates first, with their problem: an invalid cap-config's gate, a bad deferMax, an unknown time zone", async () => {
+    const tab = (id: string, label: string) => ({ id, type: "tab", label });
+    const gateOf = (id: string, type: string, z: string, name: string, config: string, y: number, extra: Record<string, unknown> = {}) => ({
+      id, type, z, name, x: 330, y, config, wires: type === "suppression-gate" ? [[], []] : [[], [], []], ...extra,
+    });
+    await deployFlow([
+      tab("br-shop", "Shop"), tab("br-news", "Newsletter"),
+      { id: "br-caps", type: "cap-config", name: "shop caps", store: "memory", rules: RULES },
+      // what the JSON view keeps when the author's text is not JSON: the editor and the runtime refuse it
+      { id: "br-bad", type: "cap-config", name: "news caps", store: "memory", rules: "[{ \"id\": \"weekly\", max_count: 1 }" },
+      { ...inject("br-send", 80, "alice"), z: "br-shop", wires: [["br-ok"]] },
+      gateOf("br-ok", "suppression-gate", "br-shop", "opt-outs", "br-caps", 80, { duplicateWindow: 0 }),
+      gateOf("br-defer", "frequency-cap-gate", "br-shop", "sms caps", "br-caps", 160, { deferMax: -5 }),
+      gateOf("br-zone", "quiet-hours-gate", "br-shop", "nights", "br-caps", 240, { timezone: "Mars/Olympus" }),
+      gateOf("br-news-cap", "frequency-cap-gate", "br-news", "weekly news cap", "br-bad", 80),
+    ]);
+    await openEditorAs("admin");
+    await injectById("br-send");
+
+    const problems = page.locator(".sendgate-admission-attention .sendgate-admission-problem");
+    await until("three broken gates listed", async () => (await problems.count()) === 3);
+    assert.deepEqual(await problems.evaluateAll((els) => els.map((e) => e.getAttribute("data-gate"))), ["br-zone", "br-defer", "br-news-cap"],
+      "in the editor's tab order (Shop, Newsletter), by name within a tab");
+    const text = async (id: string) => page.locator(`.sendgate-admission-problem[data-gate='${id}']`).innerText();
+    await until("the runtime's statuses reached the editor", async () => /deployed:/.test(await text("br-news-cap")) && /deployed:/.test(await text("br-defer")));
+    assert.match(await text("br-news-cap"), /in the flow: cap-config "news caps" is invalid: rules: not valid JSON/);
+    assert.match(await text("br-news-cap"), /deployed: cap-config invalid/);
+    assert.match(await text("br-defer"), /in the flow: deferMax \(Defer limit\): must be whole seconds from 0 to 31,622,400, got -5/);
+    assert.match(await text("br-defer"), /deployed: invalid deferMax/);
+    assert.match(await text("br-zone"), /in the flow: unknown time zone "Mars\/Olympus"/);
+    assert.match(await text("br-zone"), /deployed: invalid timezone/);
+    // in their tabs they say broken, never "allowed 0 · skipped 0"
+    for (const id of ["br-defer", "br-zone", "br-news-cap"]) {
+      const row = page.locator(`.sendgate-admission-tab .sendgate-admission-gate[data-gate='${id}']`);
+      assert.match(await row.innerText(), /broken/, id);
+      assert.equal(await row.locator("[data-stat]").count(), 0, `${id} shows no counts`);
+    }
+    // the healthy gate counts as before, and the broken cap-config is named, not hidden
+    await until("the working gate counted its msg", async () => (await shown("br-ok", "allowed")) === 1);
+    assert.match(await page.locator(".sendgate-admission-config-block[data-config='br-bad']").innerText(), /news caps invalid/);
+    await page.locator(".red-ui-notification").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
+    await page.screenshot({ path: picture("admission-sidebar-broken.png") });
+  });
+
+  it("groups 20 gates of 10 flows by tab, busy first, idle tabs folded, with the inspector in view; Enter inspects", async () => {
+    const flow: unknown[] = [{ id: "many-caps", type: "cap-config", name: "campaign caps", store: "memory", rules: RULES }];
+    for (let i = 1; i <= 10; i++) {
+      flow.push(
+        { id: `many-tab${i}`, type: "tab", label: `Campaign ${i}` },
+        { ...inject(`many-send${i}`, 80, `user${i}`), z: `many-tab${i}`, wires: [[`many-sup${i}`]] },
+        { id: `many-sup${i}`, type: "suppression-gate", z: `many-tab${i}`, name: `opt-outs ${i}`, x: 330, y: 80, config: "many-caps", duplicateWindow: 0, wires: [[`many-cap${i}`], []] },
+        { id: `many-cap${i}`, type: "frequency-cap-gate", z: `many-tab${i}`, name: `sms caps ${i}`, x: 530, y: 80, config: "many-caps", wires: [[], [], []] },
+      );
+    }
+    await deployFlow(flow);
+    await openEditorAs("admin");
+    for (let k = 0; k < 3; k++) await injectById("many-send7");
+    await injectById("many-send4");
+
+    const groups = page.locator(".sendgate-admission-tab");
+    await until("the busy gates counted", async () => (await shown("many-cap7", "skipped")) === 1 && (await shown("many-sup4", "allowed")) === 1);
+    assert.deepEqual(await groups.evaluateAll((els) => els.map((e) => e.getAttribute("data-tab"))), Array.from({ length: 10 }, (_, i) => `many-tab${i + 1}`));
+    const open = await groups.evaluateAll((els) => els.filter((e) => (e.querySelector(".sendgate-admission-tab-body") as HTMLElement).offsetParent !== null).map((e) => e.getAttribute("data-tab")));
+    assert.deepEqual(open, ["many-tab4", "many-tab7"], "only the busy tabs are open");
+    assert.match(await page.locator(".sendgate-admission-tab[data-tab='many-tab1'] .sendgate-admission-tab-head").innerText(), /Campaign 1\s+gates 2$/);
+    // a folded tab opens on a click, and stays as the user left it across redraws
+    await page.click(".sendgate-admission-tab[data-tab='many-tab2'] .sendgate-admission-tab-head");
+    await page.waitForTimeout(5500);
+    assert.match(await page.locator(".sendgate-admission-tab[data-tab='many-tab2'] .sendgate-admission-gate[data-gate='many-sup2']").innerText(), /idle/);
+    // the filter finds a flow
+    await page.fill(".sendgate-admission-filter", "campaign 7");
+    await until("the filter leaves one tab", async () => (await groups.count()) === 1);
+    await page.fill(".sendgate-admission-filter", "");
+    await until("the filter is cleared", async () => (await groups.count()) === 10);
+
+    // the inspector is in view without scrolling, its cap-config by name; Enter in the recipient field inspects
+    const inspect = page.locator(".sendgate-admission-inspect");
+    const box = await inspect.boundingBox();
+    assert.ok(box && box.y + box.height <= 820, `the Inspect button is in view (${JSON.stringify(box)})`);
+    assert.deepEqual(await page.locator(".sendgate-admission-config option").allInnerTexts(), ["campaign caps"]);
+    await page.fill(".sendgate-admission-recipient", "user7");
+    await page.press(".sendgate-admission-recipient", "Enter");
+    const enforced = page.locator(".sendgate-admission-cap[data-cap='two-an-hour']");
+    await enforced.waitFor({ timeout: 10_000 });
+    assert.match(await enforced.locator(".sendgate-admission-cap-text").innerText(), /^2 of 2 · remaining 0/);
+    await page.evaluate(() => RED.workspaces.show("many-tab7"));
+    await page.locator(".red-ui-notification").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
+    await page.screenshot({ path: picture("admission-sidebar-flows.png") });
   });
 });

@@ -29,17 +29,6 @@ function helpFirstSentence(type: string): string {
   return (/<p>([^<]*)<\/p>/.exec(html)?.[1] ?? "").trim();
 }
 
-/**
- * Monaco's own race: a text model it disposed with its editor (a dialog
- * closing) is still used by one of its pending async tasks, which throws
- * "Model is disposed!" from Monaco's code alone (microsoft/monaco-editor#1715
- * and the like). Not an error of this package's editor code, whose frames
- * would name it.
- */
-function isMonacoDisposeRace(err: Error): boolean {
-  return err.message.includes("Model is disposed") && !/sendgate|frequency-cap|cap-config|quiet-hours|throughput-gate|suppression-gate/.test(err.stack ?? "");
-}
-
 describe("the editor in Chromium [browser]", function () {
   this.timeout(120_000);
   const dir = mkdtempSync(join(tmpdir(), "sendgate-editor-"));
@@ -65,9 +54,7 @@ describe("the editor in Chromium [browser]", function () {
   beforeEach(async () => {
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     pageErrors = [];
-    page.on("pageerror", (err) => {
-      if (!isMonacoDisposeRace(err)) pageErrors.push(err.message);
-    });
+    page.on("pageerror", (err) => pageErrors.push(err.message));
     await page.goto(red.baseUrl);
     await page.waitForSelector(".red-ui-palette-node[data-palette-type='frequency-cap-gate']", { timeout: 60_000 });
   });

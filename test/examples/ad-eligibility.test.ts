@@ -10,7 +10,8 @@ import type { FlowNode } from "../support/exampleFlow";
  * fails here. The recipient and event ids are made this run's own (other
  * suites publish to the same broker topic).
  */
-const CURL = /^curl --json '(.+)' 127\.0\.0\.1:1880(\/\S+)$/;
+/** a curl line of the canvas: to `$NODE_RED`, the address its "export NODE_RED=…" comment sets */
+const CURL = /^curl --json '(.+)' "\$NODE_RED(\/\S+)"$/;
 const PUB = /^mosquitto_pub -t (\S+) -m '(.+)'$/;
 
 type Answer = { eligible: Record<string, boolean>; remaining: Record<string, number>; blocked: Record<string, { cap_id?: string }>; error?: string };

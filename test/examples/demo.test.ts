@@ -11,40 +11,54 @@ import { demoScript } from "../support/exampleFlow";
 
 /**
  * The flow `npm start` deploys into a new flow file (scripts/start.js), made
- * by scripts/demoFlow.js from examples/frequency-cap-demo.json: that example
- * with ids of its own, what it shows, and that every example of examples/ can
- * be imported beside it.
+ * by scripts/demoFlow.js from scripts/demo-flow.json: every gate in one
+ * chain, with ids of its own, what its numbered steps say, and that every
+ * example of examples/ can be imported beside it, none of them a copy of it.
  */
-const example = readExample("frequency-cap-demo.json");
+const source = JSON.parse(readFileSync(demoScript.SOURCE, "utf8")) as FlowNode[];
 const demo = demoScript.demoFlow();
 const examples = readdirSync(join(ROOT, "examples")).filter((f) => f.endsWith(".json")).sort();
 
-/** The demo with its own ids, tab label and names taken back to the example's: what must equal the example. */
+/** The demo with its own ids, tab label and names taken back to the source's: what must equal the source. */
 function undo(flow: readonly FlowNode[]): unknown {
   const text = JSON.stringify(flow).replaceAll(`"${demoScript.ID_PREFIX}`, '"');
   return (JSON.parse(text) as FlowNode[]).map((n) => {
-    const { label: _label, info: _info, ...rest } = n;
+    const { label: _label, ...rest } = n;
     if (n.type === "tab") return rest;
     return n.x === undefined ? { ...n, name: String(n.name).replace(/^sendgate /, "") } : n;
   });
 }
 
+/** What a flow's nodes are, as a person sees them on the canvas: type and name. */
+const faces = (flow: readonly FlowNode[]) => new Set(flow.filter((n) => typeof n.x === "number").map((n) => `${n.type}:${String(n.name ?? "")}`));
+
 describe("the npm start demo (scripts/demoFlow.js)", function () {
   this.timeout(60_000);
 
-  describe("made from examples/frequency-cap-demo.json", () => {
-    it("is that example node for node, with the demo's ids, tab label and config names", () => {
-      const { label: _label, info: _info, ...tab } = example.find((n) => n.type === "tab") as FlowNode;
-      assert.deepEqual(undo(demo), example.map((n) => (n.type === "tab" ? tab : n)));
-      assert.deepEqual(demo.map((n) => n.id), example.map((n) => `demo-${n.id}`));
+  describe("made from scripts/demo-flow.json", () => {
+    it("is that flow node for node, with the demo's ids, tab label and config names", () => {
+      const { label: _label, ...tab } = source.find((n) => n.type === "tab") as FlowNode;
+      assert.deepEqual(undo(demo), source.map((n) => (n.type === "tab" ? tab : n)));
+      assert.deepEqual(demo.map((n) => n.id), source.map((n) => `demo-${n.id}`));
       assert.equal(demo.find((n) => n.type === "tab")?.label, "Sendgate demo");
       assert.match(String(demo.find((n) => n.type === "tab")?.info), /npm start/);
       assert.equal(demo.find((n) => n.type === "cap-config")?.name, "sendgate demo caps (memory)");
     });
 
-    it("keeps none of the example's ids, and every reference points into the demo", () => {
+    it("is no copy of an example: it chains every gate, and shares few of its nodes with any example", () => {
+      const types = new Set(demo.map((n) => n.type));
+      for (const gate of ["suppression-gate", "frequency-cap-gate", "quiet-hours-gate", "throughput-gate"]) assert.ok(types.has(gate), `the demo has a ${gate}`);
+      const mine = faces(demo);
+      for (const file of examples) {
+        const theirs = faces(readExample(file));
+        const shared = [...mine].filter((f) => theirs.has(f));
+        assert.ok(shared.length < mine.size / 3, `${file} shares ${shared.length} of the demo's ${mine.size} nodes: ${shared.join(", ")}`);
+      }
+    });
+
+    it("keeps none of the source's ids, and every reference points into the demo", () => {
       const text = JSON.stringify(demo);
-      for (const { id } of example) assert.ok(!text.includes(`"${id}"`), `${id} is still in the demo`);
+      for (const { id } of source) assert.ok(!text.includes(`"${id}"`), `${id} is still in the demo`);
       const ids = new Set(demo.map((n) => n.id));
       const tab = (demo.find((n) => n.type === "tab") as FlowNode).id;
       for (const n of demo.filter((f) => typeof f.x === "number")) {
@@ -52,10 +66,20 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
         for (const target of ((n.wires ?? [])).flat()) assert.ok(ids.has(target), `${n.id} wires to ${target}`);
         if (typeof n.config === "string") assert.ok(ids.has(n.config), `${n.id}'s config ${n.config}`);
       }
-      assert.equal(demo.filter((n) => n.type === "frequency-cap-gate" && n.config === "demo-5e1d0a6b7c3f4e02").length, 1);
+      const config = (demo.find((n) => n.type === "cap-config") as FlowNode).id;
+      assert.equal(demo.filter((n) => n.type.endsWith("-gate") && n.config === config).length, 4);
     });
 
-    it("remaps references in arrays at any depth (a catch's scope, a link's links), and leaves other strings and the example alone", () => {
+    it("numbers its steps above the inject buttons, says what it needs, and fires nothing by itself", () => {
+      for (const inject of demo.filter((n) => n.type === "inject")) {
+        assert.ok(inject.once !== true && !inject.repeat, `inject "${String(inject.name)}" fires by itself`);
+        const step = demo.find((c) => c.type === "comment" && /^[\u2460-\u2473]/.test(String(c.name)) && (c.y as number) <= (inject.y as number) && (inject.y as number) - (c.y as number) <= 80);
+        assert.ok(step, `no numbered step just above inject "${String(inject.name)}"`);
+      }
+      assert.ok(demo.some((n) => n.type === "comment" && /^Needs\b/.test(String(n.name))));
+      assert.match(String(demo.find((n) => n.type === "tab")?.info), /^\*\*Needs\b/);
+    });
+    it("remaps references in arrays at any depth (a catch's scope, a link's links), and leaves other strings and the flow given alone", () => {
       const given: FlowNode[] = [
         { id: "t", type: "tab", label: "x" },
         { id: "a", type: "catch", z: "t", x: 1, y: 1, scope: ["b"], wires: [["b"], []] },
@@ -69,7 +93,7 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
         ["demo-b", "demo-t", undefined, ["demo-a"], []],
       ]);
       assert.deepEqual([made[2]?.name, made[2]?.topic], ["a", "c"], "a name is text, even one equal to an id; a string that is no id stays");
-      assert.equal(JSON.stringify(given), before, "the example given is not changed");
+      assert.equal(JSON.stringify(given), before, "the flow given is not changed");
     });
 
     it("is made the same every time, so a restart or a second checkout seeds the same ids", () => {
@@ -94,16 +118,29 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
   describe("in the test helper", () => {
     helperSuite();
 
-    it("caps marketing SMS at 3 while OTPs and a P0 alert pass, and sends a send without recipient to the Catch", async () => {
+    it("①–⑥: marketing capped at 3, bob opted out before the caps, carol held for her quiet hours, 20 OTPs paced out, a send without recipient caught", async () => {
       const run = await ExampleRun.load(demo);
-      await run.press("OTP SMS to alice", { times: 3 });
-      await run.press("marketing SMS to alice", { times: 5 });
-      await run.press("P0 alert to alice");
+      await run.press("marketing SMS to alice", { times: 4 });
+      assert.equal(run.of("sent").length, 3, "① 3 go");
+      assert.deepEqual(run.of("skipped").map((m) => [admissionOf(m).reason, admissionOf(m).cap_id]), [["frequency_capped", "marketing-3-a-minute"]], "① the 4th is capped");
+
+      await run.press("bob texts STOP", { outputs: 0 });
+      await run.press("marketing SMS to bob");
+      assert.deepEqual(run.of("skipped").map((m) => admissionOf(m).reason), ["frequency_capped", "opted_out"], "③ bob skipped opted_out");
+      assert.equal(run.of("sent").filter((m) => m.recipient === "bob").length, 0, "③ nothing reached bob");
+
+      await run.press("SMS to carol (quiet now)", { holds: 1 });
+      assert.equal(run.of("sent").filter((m) => m.recipient === "carol").length, 0, "④ carol's SMS is held, not sent");
+
+      const before = run.of("sent").length;
+      await run.press("20 OTPs to dan", { outputs: 20 });
+      const otps = run.of("sent").slice(before);
+      assert.deepEqual([otps.length, new Set(otps.map((m) => m.recipient)).size], [20, 1], "⑤ all 20 OTPs to dan went out");
+      const released = otps.filter((m) => admissionOf(m).release_at !== undefined);
+      assert.ok(released.length >= 10, `⑤ the throughput gate paced ${released.length} of them from its queue`);
+
       await run.press("send without recipient");
-      assert.equal(run.of("allowed").length, 3 + 3 + 1);
-      assert.deepEqual(run.of("skipped").map((m) => admissionOf(m).cap_id), ["marketing-sms", "marketing-sms"]);
-      assert.equal(admissionOf(run.of("allowed").at(-1)).reason, "exempt");
-      assert.match(String((run.of("error")[0]?.error as { message?: string }).message), /recipient/);
+      assert.match(String((run.of("error")[0]?.error as { message?: string }).message), /recipient/, "⑥");
     });
   });
 
@@ -141,10 +178,10 @@ describe("the npm start demo (scripts/demoFlow.js)", function () {
       }
       const comms = await EditorComms.connect(red.baseUrl);
       try {
-        const inject = demo.find((n) => n.type === "inject" && n.name === "OTP SMS to alice") as FlowNode;
+        const inject = demo.find((n) => n.type === "inject" && n.name === "marketing SMS to alice") as FlowNode;
         assert.equal((await fetch(`${red.baseUrl}/inject/${inject.id}`, { method: "POST" })).status, 200);
-        for (let i = 0; i < 100 && comms.of("allowed").length === 0; i++) await new Promise((r) => setTimeout(r, 50));
-        assert.deepEqual(comms.of("allowed").map((a) => a.status), ["allowed"], "the demo's OTP went out, and nothing else came by its debug node");
+        for (let i = 0; i < 100 && comms.of("sent").length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+        assert.deepEqual(comms.of("sent").map((a) => a.status), ["allowed"], "the demo's SMS went out through every gate, and nothing else came by its debug node");
       } finally {
         comms.close();
       }

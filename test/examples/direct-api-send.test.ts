@@ -76,6 +76,24 @@ describe("examples/direct-api-send.json in a real Node-RED", function () {
     assert.equal(text.status, 400);
   });
 
+  it("answers a body that is not JSON with the same 400 JSON shape, not Node-RED's HTML error page", async () => {
+    const notJson = async (body: string, contentType: string) => {
+      const answer = await example.post("/send", body, contentType);
+      assert.equal(answer.status, 400, answer.text);
+      assert.match(answer.headers.get("content-type") ?? "", /^application\/json/, answer.text);
+      const json = JSON.parse(answer.text) as { error: string; message: string };
+      assert.equal(json.error, "INVALID_SEND", answer.text);
+      return json.message;
+    };
+    assert.match(await notJson("{ recipient: alice", "application/json"), /^request: must be a JSON object \{ recipient, channel, category, body \}/);
+    assert.match(await notJson("recipient=bob&channel=sms&body=hi", "application/x-www-form-urlencoded"), /^request: must be a JSON object/);
+    assert.match(await notJson("hello", "text/plain"), /^request: must be a JSON object/);
+    // JSON sent as text is still JSON
+    const plain = await example.post("/send", JSON.stringify({ recipient: "hal", channel: "sms", category: "otp", body: "Your code is 1" }), "text/plain");
+    assert.equal(plain.status, 202, plain.text);
+    accepted.push(String((JSON.parse(plain.text) as { message_id: string }).message_id));
+  });
+
   it("takes nothing but recipient, channel, category and body from the caller: a messageId, tier, org or limits of its own get nobody past the cap", async () => {
     const tries = async (fields: Record<string, unknown>) => {
       const answers: string[] = [];
@@ -136,7 +154,7 @@ describe("examples/direct-api-send.json in a real Node-RED", function () {
   it("delivers every accepted send exactly once, and answers none of them twice", async () => {
     const provider = () => example.debug("delivered").map((m) => (m.provider as { id: string }).id);
     for (let t = 0; t < 500 && provider().length < accepted.length; t++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(accepted.length, 5 + 20 + 1 + 2 + 25);
+    assert.equal(accepted.length, 5 + 1 + 20 + 1 + 2 + 25);
     assert.deepEqual(provider().sort(), accepted.map((id) => `prov-${id}`).sort());
     assert.deepEqual(example.debugNames().filter((name) => name !== "delivered"), [], "nothing skipped or failed after its 202");
     // a queued send reached the provider without its HTTP request, and nothing tried to answer it again

@@ -99,6 +99,42 @@ describe("examples/: every file", () => {
     }
   });
 
+  it("says what it needs, on the canvas and first in its tab's info", () => {
+    for (const { name, flow } of files) {
+      const needs = flow.filter((n) => n.type === "comment" && isFlowNode(n) && /^Needs\b/.test(String(n.name)));
+      assert.equal(needs.length, 1, `${name}: one comment on the canvas starting "Needs"`);
+      const info = String(flow.find((n) => n.type === "tab")?.info ?? "");
+      assert.match(info, /^\*\*Needs\b/, `${name}: the tab's info starts with what it needs`);
+      // the topmost node, where a person starts reading
+      const top = Math.min(...flow.filter(isFlowNode).map((n) => n.y as number));
+      assert.equal(needs[0]?.y, top, `${name}: the Needs comment is the top row`);
+    }
+  });
+
+  it("reaches Node-RED through $NODE_RED, set on one line, so another host or port is one change; names a broker's address where it needs one", () => {
+    for (const { name, flow } of files) {
+      const exportLines = flow.filter((n) => n.type === "comment" && /^export NODE_RED=http:\/\/127\.0\.0\.1:1880$/.test(String(n.name)));
+      // the export line and its info are where the address is written
+      const texts = flow.filter((n) => !exportLines.includes(n)).flatMap((n) => [n.name, n.info]).filter((t): t is string => typeof t === "string");
+      const commands = texts.filter((t) => /\bcurl\b/.test(t));
+      for (const text of texts) {
+        const fixed = text.replace(/export NODE_RED=http:\/\/127\.0\.0\.1:1880/g, "");
+        assert.doesNotMatch(fixed, /127\.0\.0\.1:1880|localhost:1880/, `${name}: an address of Node-RED outside the export line: ${text.slice(0, 120)}`);
+      }
+      // a command: `curl …` at the start of a line or of a code span
+      for (const text of commands) {
+        for (const [, command] of text.matchAll(/(?:^|`)\s*(curl\s[^`\n]*)/gm)) {
+          assert.match(String(command), /"\$NODE_RED\/[^"\s]*"/, `${name}: a curl command that does not reach "$NODE_RED/…": ${String(command)}`);
+        }
+      }
+      assert.equal(exportLines.length, commands.length > 0 ? 1 : 0, `${name}: one "export NODE_RED=…" comment on the canvas when it has curl lines`);
+      const needs = String(flow.find((n) => n.type === "comment" && /^Needs\b/.test(String(n.name)))?.name);
+      for (const broker of flow.filter((n) => n.type === "mqtt-broker")) {
+        assert.ok(needs.includes(`${String(broker.broker)}:${String(broker.port)}`), `${name}: the Needs comment names the broker ${String(broker.broker)}:${String(broker.port)}`);
+      }
+    }
+  });
+
   it("runs on the embedded memory store with inline rules", () => {
     for (const { name, flow } of files) {
       const configs = flow.filter((n) => n.type === "cap-config");

@@ -29,10 +29,12 @@ export function readExample(name: string): FlowNode[] {
   return JSON.parse(readFileSync(exampleFile(name), "utf8")) as FlowNode[];
 }
 
-/** scripts/demoFlow.js, which makes the `npm start` demo from frequency-cap-demo.json. */
+/** scripts/demoFlow.js, which makes the `npm start` demo from scripts/demo-flow.json. */
 export interface DemoFlowScript {
-  /** the demo flow, made from `example` (the shipped frequency-cap-demo.json unless given) */
-  demoFlow(example?: readonly FlowNode[]): FlowNode[];
+  /** the demo flow, made from `source` (scripts/demo-flow.json unless given) */
+  demoFlow(source?: readonly FlowNode[]): FlowNode[];
+  /** the path of scripts/demo-flow.json */
+  SOURCE: string;
   /** writes the demo flow to `flowFile` unless it exists; true when it wrote it */
   seedFlowFile(flowFile: string): boolean;
   /** the prefix of every id of the demo */

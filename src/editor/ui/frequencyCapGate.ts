@@ -1,6 +1,6 @@
 import { gateFields } from "./gateFields";
-import { inputLabel, labelStyle, outputLabel, secondsValidator, showDefault } from "./gateCommon";
-import { nodeTexts, t, verdict } from "./i18n";
+import { inputLabel, labelStyle, numberValidator, outputLabel, showDefault } from "./gateCommon";
+import { nodeTexts, verdict } from "./i18n";
 import type { EditorNode, Validator } from "./red";
 import { prepareFieldInputs } from "./sendFields";
 
@@ -17,8 +17,8 @@ const mode: Validator = function (value, opt) {
 export const frequencyCapGate = {
   validate: {
     mode,
-    deferMax: secondsValidator(1, () => t("sendgate.common.deferLimit")),
-    jitter: secondsValidator(0, () => t("sendgate.common.jitter")),
+    deferMax: numberValidator(TYPE, "deferMax"),
+    jitter: numberValidator(TYPE, "jitter"),
   },
   paletteLabel: (): string => own(`${TYPE}.paletteLabel`),
   label(this: EditorNode): string {
@@ -29,7 +29,7 @@ export const frequencyCapGate = {
   inputLabels: inputLabel,
   outputLabels: outputLabel,
   oneditprepare(this: EditorNode): void {
-    $("#node-input-deferMax").spinner({ min: 1 });
+    $("#node-input-deferMax").spinner({ min: 0 });
     $("#node-input-jitter").spinner({ min: 0 });
     if (!this.mode) $("#node-input-mode").val("claim");
     showDefault(this, "deferMax", 21600);

@@ -1,4 +1,4 @@
-import { secondsProblem } from "../../core/settingsChecks";
+import { numberSettingProblem, type GateType } from "../model/gateSettings";
 import { t, verdict } from "./i18n";
 import type { EditorNode, Validator } from "./red";
 
@@ -16,10 +16,14 @@ export function inputLabel(): string {
   return t("sendgate.ports.send");
 }
 
-/** Whole seconds from `min`, or absent: a flow that leaves it out takes the runtime's default. */
-export function secondsValidator(min: number, what: () => string): Validator {
+/**
+ * A gate's numeric setting, checked against the bounds and worded as the
+ * runtime's deploy check does (src/editor/model/gateSettings.ts); left out
+ * of a flow, it takes the runtime's default.
+ */
+export function numberValidator(type: GateType, property: string): Validator {
   return function (value, opt) {
-    return verdict(secondsProblem(value, min, what(), t), opt);
+    return verdict(numberSettingProblem(type, property, value, t), opt);
   };
 }
 

@@ -1,7 +1,8 @@
 import { isAbsent, listText, splitList } from "../model/lists";
-import { badDay, DAY_ORDER, daysKind, daysOf, isKnownZone, isTimeOfDay, windowShape } from "../model/quietHours";
+import { quietTimeProblem } from "../model/gateSettings";
+import { badDay, DAY_ORDER, daysKind, daysOf, isKnownZone, windowShape } from "../model/quietHours";
 import { gateFields } from "./gateFields";
-import { labelStyle, outputLabel, inputLabel, secondsValidator, showDefault } from "./gateCommon";
+import { labelStyle, outputLabel, inputLabel, numberValidator, showDefault } from "./gateCommon";
 import { nodeTexts, t, verdict } from "./i18n";
 import type { EditorNode, Validator } from "./red";
 import { prepareFieldInputs } from "./sendFields";
@@ -14,10 +15,10 @@ function dayName(day: number): string {
   return own(`${TYPE}.dayNames.${day}`);
 }
 
-function timeOrAbsent(what: string): Validator {
+/** Left out of a flow, a time takes the runtime's default; cleared in the dialog, it is a problem (no default is shown then). */
+function time(property: "start" | "end"): Validator {
   return function (value, opt) {
-    if (isAbsent(value) || isTimeOfDay(value)) return true;
-    return verdict(own(`${E}.time`, { what, value: JSON.stringify(value) }), opt);
+    return verdict(quietTimeProblem(property, value, t), opt);
   };
 }
 
@@ -77,14 +78,14 @@ function prepareZones(): void {
 /** The quiet-hours-gate's editor: what its registerType (nodes/quiet-hours-gate.html) refers to. */
 export const quietHoursGate = {
   validate: {
-    start: timeOrAbsent("start"),
-    end: timeOrAbsent("end"),
+    start: time("start"),
+    end: time("end"),
     days,
     timezone,
     disposition,
-    jitter: secondsValidator(0, () => t("sendgate.common.jitter")),
+    jitter: numberValidator(TYPE, "jitter"),
     exemptCategories,
-    deferMax: secondsValidator(1, () => t("sendgate.common.deferLimit")),
+    deferMax: numberValidator(TYPE, "deferMax"),
   },
   paletteLabel: (): string => own(`${TYPE}.paletteLabel`),
   label(this: EditorNode): string {
@@ -98,7 +99,7 @@ export const quietHoursGate = {
   outputLabels: outputLabel,
   oneditprepare(this: EditorNode): void {
     $("#node-input-jitter").spinner({ min: 0 });
-    $("#node-input-deferMax").spinner({ min: 1 });
+    $("#node-input-deferMax").spinner({ min: 0 });
     showDefault(this, "start", "21:00");
     showDefault(this, "end", "08:00");
     showDefault(this, "timezone", "UTC");

@@ -21,6 +21,8 @@ export interface AceEditor {
   getSession(): { on(event: "change", handler: () => void): void };
   resize(): void;
   destroy(): void;
+  /** Monaco's (Node-RED's default code editor) only */
+  updateOptions?(options: { inlineSuggest?: { enabled: boolean } }): void;
 }
 
 export interface EditorTabs {

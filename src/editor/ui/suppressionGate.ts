@@ -1,5 +1,5 @@
 import { gateFields } from "./gateFields";
-import { labelStyle, outputLabel, secondsValidator, showDefault } from "./gateCommon";
+import { labelStyle, numberValidator, outputLabel, showDefault } from "./gateCommon";
 import { nodeTexts } from "./i18n";
 import type { EditorNode } from "./red";
 import { prepareFieldInputs } from "./sendFields";
@@ -10,7 +10,7 @@ const own = nodeTexts(TYPE);
 /** The suppression-gate's editor: what its registerType (nodes/suppression-gate.html) refers to. */
 export const suppressionGate = {
   validate: {
-    duplicateWindow: secondsValidator(0, () => own(`${TYPE}.duplicates`)),
+    duplicateWindow: numberValidator(TYPE, "duplicateWindow"),
   },
   paletteLabel: (): string => own(`${TYPE}.paletteLabel`),
   label(this: EditorNode): string {

@@ -1,18 +1,12 @@
-import { burstProblem, isAbsent, positiveNumberProblem, THROUGHPUT_KEY_TYPES, throughputKeyProblem, waitSecondsProblem } from "../../core/settingsChecks";
+import { isAbsent, THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../../core/settingsChecks";
 import { gateFields } from "./gateFields";
-import { inputLabel, labelStyle, outputLabel, showDefault } from "./gateCommon";
-import { nodeTexts, t, verdict } from "./i18n";
+import { inputLabel, labelStyle, numberValidator, outputLabel, showDefault } from "./gateCommon";
+import { nodeTexts, verdict } from "./i18n";
 import type { EditorNode, Validator } from "./red";
 import { prepareFieldInputs } from "./sendFields";
 
 const TYPE = "throughput-gate";
 const own = nodeTexts(TYPE);
-
-function check(problem: (value: unknown) => string | null): Validator {
-  return function (value, opt) {
-    return verdict(problem(value), opt);
-  };
-}
 
 const disposition: Validator = function (value, opt) {
   if (isAbsent(value) || value === "queue" || value === "skip") return true;
@@ -40,10 +34,10 @@ export function ceilingText(rate: unknown, interval: unknown): string {
 /** The throughput-gate's editor: what its registerType (nodes/throughput-gate.html) refers to. */
 export const throughputGate = {
   validate: {
-    rate: check((v) => positiveNumberProblem(v, own(`${TYPE}.rate`), t)),
-    interval: check((v) => positiveNumberProblem(v, own(`${TYPE}.interval`), t)),
-    burst: check((v) => burstProblem(v, own(`${TYPE}.burst`), t)),
-    maxWait: check((v) => waitSecondsProblem(v, own(`${TYPE}.maxWait`), t)),
+    rate: numberValidator(TYPE, "rate"),
+    interval: numberValidator(TYPE, "interval"),
+    burst: numberValidator(TYPE, "burst"),
+    maxWait: numberValidator(TYPE, "maxWait"),
     disposition,
     key,
   },

@@ -12,6 +12,11 @@ export class RulesJson {
 
   constructor(editorId: string, text: string, private readonly problemsBox: JQuery, private readonly channels: () => string[]) {
     this.editor = RED.editor.createEditor({ id: editorId, mode: "json", value: text });
+    // Monaco asks for inline completions as the text is typed; Node-RED's destroy disposes the text
+    // model before the editor, and that pending request then reads the disposed model ("Model is
+    // disposed!" thrown from a timer). Rules have no inline completions to offer: switched off.
+    // Ace, the other editor Node-RED can use, has no such option and no such request.
+    this.editor.updateOptions?.({ inlineSuggest: { enabled: false } });
     this.editor.getSession().on("change", () => this.showProblems());
   }
 
