@@ -38,7 +38,7 @@ export default tseslint.config(
   },
   {
     // the editor's browser code is typed by its own project (DOM, jQuery, no Node)
-    files: ["src/editor/ui/**/*.ts"],
+    files: ["src/editor/ui/**/*.ts", "src/editor/sidebar/ui/**/*.ts", "src/editor/sidebar/index.ts"],
     languageOptions: {
       parserOptions: { projectService: false, project: "./tsconfig.editor.json", tsconfigRootDir: import.meta.dirname },
     },

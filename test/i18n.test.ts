@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { COUNTS, DISPOSITIONS, ENFORCEMENTS, WINDOW_TYPES } from "../src/core/schema/capRuleSchema";
 import { lookup } from "../src/core/schema/messages";
 import type { RuleProblemCode } from "../src/core/schema/ruleProblems";
-import { GATE_NUMBER_FIELDS, QUIET_TIME_FIELDS } from "../src/editor/model/gateSettings";
+import { GATE_NUMBER_FIELDS, QUIET_TIME_FIELDS } from "../src/core/gateSettings";
 import { WINDOW_UNITS } from "../src/editor/model/ruleRows";
 import { SEND_FIELDS } from "../src/nodes/gate/sendReader";
 import { ROOT } from "./support/nodeRedProcess";

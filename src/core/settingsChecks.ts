@@ -102,34 +102,6 @@ export function stringListProblem(value: unknown, t: Translate): string | null {
   return Array.isArray(value) && value.every((s) => typeof s === "string") ? null : t(`${K}.list`);
 }
 
-/** Whole seconds from `min`, or absent (the runtime's default). */
-export function secondsProblem(value: unknown, min: number, what: string, t: Translate): string | null {
-  if (isAbsent(value)) return null;
-  const n = Number(value);
-  return Number.isInteger(n) && n >= min ? null : t("sendgate.common.secondsFrom", { what, min });
-}
-
-/** A throughput-gate's rate or interval: a number above 0, or absent (the runtime's default). */
-export function positiveNumberProblem(value: unknown, what: string, t: Translate): string | null {
-  if (isAbsent(value)) return null;
-  const n = Number(value);
-  return Number.isFinite(n) && n > 0 ? null : t("sendgate.common.numberAbove", { what, min: 0 });
-}
-
-/** A throughput-gate's burst: a whole number from 1, or absent (the rate). */
-export function burstProblem(value: unknown, what: string, t: Translate): string | null {
-  if (isAbsent(value)) return null;
-  const n = Number(value);
-  return Number.isInteger(n) && n >= 1 ? null : t("sendgate.common.wholeFrom", { what, min: 1 });
-}
-
-/** A wait in seconds (fractions allowed) from 0, or absent: the throughput-gate's maxWait. */
-export function waitSecondsProblem(value: unknown, what: string, t: Translate): string | null {
-  if (isAbsent(value)) return null;
-  const n = Number(value);
-  return Number.isFinite(n) && n >= 0 ? null : t("sendgate.common.numberFrom", { what, min: 0 });
-}
-
 /** Where a throughput-gate reads its ceiling's key: the send's org, org + channel, or a TypedInput source. */
 export const THROUGHPUT_KEY_TYPES: readonly string[] = ["org", "channel", "msg", "flow", "global", "env", "jsonata", "str"];
 
@@ -143,12 +115,4 @@ export function throughputKeyProblem(keyType: unknown, key: unknown): "keyType" 
   if (typeof type !== "string" || !THROUGHPUT_KEY_TYPES.includes(type)) return "keyType";
   if (type === "org" || type === "channel") return null;
   return typeof key === "string" && key.trim() !== "" ? null : "key";
-}
-
-/** A seconds property of a gate (deferMax, jitter): absent or blank takes the default, anything else must be a number >= 0. */
-export function secondsSetting(field: string, value: unknown, fallback: number): number {
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${field}: must be seconds >= 0, got ${JSON.stringify(value)}`);
-  return n;
 }

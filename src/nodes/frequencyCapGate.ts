@@ -10,7 +10,10 @@ import { StoreUnavailableError } from "../core/errors";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
-import { httpResponseSetting, secondsSetting } from "./gate/settings";
+import { httpResponseSetting } from "./gate/settings";
+import { numberSetting } from "../core/gateSettings";
+import type { Translate } from "../core/schema/messages";
+import { runtimeMessages } from "./gate/i18n";
 import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";
 import { holdOrExpire } from "./gate/holding";
 import { collapseKeyOf } from "../core/hold/heldIds";
@@ -37,10 +40,10 @@ interface CapGateSettings {
 }
 
 /** The gate's own settings, checked at deploy; a bad one names its property. */
-function settingsOf(def: FrequencyCapGateDef): CapGateSettings {
+function settingsOf(def: FrequencyCapGateDef, t: Translate): CapGateSettings {
   const mode = (def.mode || "claim") as Mode;
   if (!(MODES as readonly string[]).includes(mode)) throw new Error(`mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`);
-  return { mode, deferMaxMs: secondsSetting("deferMax", def.deferMax, 21600) * 1000, jitterMs: secondsSetting("jitter", def.jitter, 900) * 1000 };
+  return { mode, deferMaxMs: numberSetting(GATE, "deferMax", def.deferMax, t) * 1000, jitterMs: numberSetting(GATE, "jitter", def.jitter, t) * 1000 };
 }
 
 export default function register(RED: NodeAPI): void {
@@ -51,7 +54,7 @@ export default function register(RED: NodeAPI): void {
     const httpResponse = httpResponseSetting(def.httpResponse);
     const reader = new SendReader(RED, node, def);
     // only a claim is a verdict that goes stale: a record, a release or a check reports what has happened
-    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store keeps the counters", settings: () => settingsOf(def), lasts: (def.mode || "claim") !== "claim" });
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store keeps the counters", settings: () => settingsOf(def, runtimeMessages(RED)), lasts: (def.mode || "claim") !== "claim" });
     const { status, config } = gate;
     const metrics = gate.counts;
 

@@ -6,7 +6,10 @@ import { parseQuietWindow, quietUntil, type QuietWindow } from "../core/quietHou
 import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
-import { httpResponseSetting, secondsSetting } from "./gate/settings";
+import { httpResponseSetting } from "./gate/settings";
+import { numberSetting, QUIET_TIME_FIELDS, quietTimeProblem } from "../core/gateSettings";
+import type { Translate } from "../core/schema/messages";
+import { runtimeMessages } from "./gate/i18n";
 import { holdOrExpire } from "./gate/holding";
 import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./gate/sendReader";
@@ -42,10 +45,14 @@ interface QuietSettings {
 }
 
 /** The gate's own settings, checked at deploy; a bad one names its property. */
-function settingsOf(def: QuietHoursGateDef): QuietSettings {
+function settingsOf(def: QuietHoursGateDef, t: Translate): QuietSettings {
+  for (const property of ["start", "end"] as const) {
+    const problem = quietTimeProblem(property, def[property], t);
+    if (problem) throw new Error(problem);
+  }
   const window = parseQuietWindow({
-    start: def.start || "21:00",
-    end: def.end || "08:00",
+    start: def.start ?? QUIET_TIME_FIELDS.start,
+    end: def.end ?? QUIET_TIME_FIELDS.end,
     days: def.days === undefined || def.days === "" ? [0, 1, 2, 3, 4, 5, 6] : def.days,
     timezone: def.timezone || "UTC",
   });
@@ -53,9 +60,9 @@ function settingsOf(def: QuietHoursGateDef): QuietSettings {
   if (disposition !== "defer" && disposition !== "skip") throw new Error(`disposition: must be defer or skip, got ${JSON.stringify(disposition)}`);
   return {
     window, disposition,
-    jitterMs: secondsSetting("jitter", def.jitter, 900) * 1000,
-    // a day, not SPEC's 6 h: the default window (21:00–08:00) lasts 11 h, and 6 h would skip its first 5 h every night
-    deferMaxMs: secondsSetting("deferMax", def.deferMax, 86400) * 1000,
+    jitterMs: numberSetting(GATE, "jitter", def.jitter, t) * 1000,
+    // a day by default, not SPEC's 6 h: the default window (21:00–08:00) lasts 11 h
+    deferMaxMs: numberSetting(GATE, "deferMax", def.deferMax, t) * 1000,
     exemptCategories: listOf(def.exemptCategories),
   };
 }
@@ -69,7 +76,7 @@ export default function register(RED: NodeAPI): void {
     // this gate's `timezone` property is its default zone (SPEC §11), so the recipient's zone is always msg.timezone
     // attributes and recipientLimits mean nothing to quiet hours: not read, so a malformed one cannot stop a send here
     const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits"].includes(f)));
-    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its queue holds deferred msgs", settings: () => settingsOf(def) });
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its queue holds deferred msgs", settings: () => settingsOf(def, runtimeMessages(RED)) });
     const { status } = gate;
 
     async function handle(msg: AdmittedMsg, turn: Turn, service: CapService, settings: QuietSettings): Promise<void> {

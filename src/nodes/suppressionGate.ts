@@ -6,6 +6,8 @@ import { parseSuppressionEntry } from "../core/suppression/suppressionEntry";
 import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting } from "./gate/settings";
+import { numberSetting } from "../core/gateSettings";
+import { runtimeMessages } from "./gate/i18n";
 import { prepareRefusal, type AdmittedMsg } from "./gate/refusal";
 import { SEND_FIELDS, SendReader, type FieldProps } from "./gate/sendReader";
 
@@ -19,12 +21,6 @@ export type SuppressionGateDef = NodeDef & FieldProps & {
 };
 
 
-function windowSeconds(value: unknown): number {
-  if (value === undefined || value === "") return 86400;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`duplicateWindow: must be whole seconds >= 0 (0 = off), got ${JSON.stringify(value)}`);
-  return n;
-}
 
 export default function register(RED: NodeAPI): void {
   function SuppressionGate(this: Node, def: SuppressionGateDef): void {
@@ -33,7 +29,7 @@ export default function register(RED: NodeAPI): void {
     const httpResponse = httpResponseSetting(def.httpResponse);
     const reader = new SendReader(RED, node, def, SEND_FIELDS);
     // it holds nothing, but what it judges as it closes is parked in its queue and let out by its next deployment
-    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store keeps the block list", settings: () => windowSeconds(def.duplicateWindow) });
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store keeps the block list", settings: () => numberSetting(GATE, "duplicateWindow", def.duplicateWindow, runtimeMessages(RED)) });
     const { status } = gate;
 
     /** A control msg changes the block list and goes no further: it is not a send. */

@@ -13,6 +13,7 @@ import { CeilingInfos, conformingAdmission, releaseIdOf, resetAdmission, through
 import { ceilingKey, ceilingLabel, ORG_SCOPE, scopeValue, type CeilingScope } from "../core/throughput/throughputKeys";
 import { throughputSettings, type RawThroughputSettings, type ThroughputSettings } from "../core/throughput/throughputSettings";
 import { Gate, type Turn } from "./gate/gate";
+import { runtimeMessages } from "./gate/i18n";
 import type { Outputs } from "./gate/outputs";
 import type { Whose } from "./gate/parking";
 import { giveBackClaims, prepareRefusal, type AdmittedMsg } from "./gate/refusal";
@@ -47,7 +48,7 @@ export default function register(RED: NodeAPI): void {
     const httpResponse = httpResponseSetting(def.httpResponse);
     // a ceiling counts msgs, not what they say: only what keys it, refunds earlier claims and bounds the wait is read
     const reader = new SendReader(RED, node, def, SEND_FIELDS.filter((f) => !["timezone", "body", "attributes", "recipientLimits", "category"].includes(f)));
-    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store holds the shared ceiling", settings: () => throughputSettings(def) });
+    const gate = new Gate(RED, node, def.config, { type: GATE, needsConfig: "its store holds the shared ceiling", settings: () => throughputSettings(def, runtimeMessages(RED)) });
     const { status, settings, problem } = gate;
     const meter = new RateMeter();
     status.showRate(() => meter.perSecond());

@@ -2,16 +2,15 @@ import assert from "node:assert/strict";
 import { englishMessages } from "../../src/core/schema/catalog";
 import {
   GATE_NUMBER_FIELDS, numberSetting, numberSettingProblem, quietTimeProblem, readNumberSetting, type GateType,
-} from "../../src/editor/model/gateSettings";
-import { secondsSetting } from "../../src/nodes/gate/settings";
-import { throughputSettings } from "../../src/nodes/throughputGate";
+} from "../../src/core/gateSettings";
+import { throughputSettings } from "../../src/core/throughput/throughputSettings";
 
 const t = englishMessages();
 
 /** Whether the module takes `value` for the setting (left out or empty-as-default included). */
 const takes = (type: GateType, property: string, value: unknown) => numberSettingProblem(type, property, value, t) === null;
 
-describe("gate settings: one set of bounds and one wording per field (src/editor/model/gateSettings)", () => {
+describe("gate settings: one set of bounds and one wording per field (src/core/gateSettings)", () => {
   it("words a problem with the property first, the dialog's label, the rule and the value given", () => {
     assert.equal(numberSettingProblem("frequency-cap-gate", "deferMax", -5, t),
       "deferMax (Defer limit): must be whole seconds from 0 to 31,622,400, got -5");
@@ -67,54 +66,18 @@ describe("gate settings: one set of bounds and one wording per field (src/editor
     for (const v of ["", "24:00", "12:60", "noon", "12.30", 1200, " 08:00"]) assert.notEqual(quietTimeProblem("end", v, t), null, String(v));
   });
 
-  /**
-   * Where the runtime's deploy check (src/nodes) still differs from these
-   * bounds, by rule: the runtime takes an emptied input as the default, null as
-   * 0, has no maximum, takes fractions of whole seconds and reads any text or value
-   * Number() reads ("0x10", true). Every difference found must fall under one
-   * of them; once the runtime reads its settings through this module, a rule
-   * that no longer explains any difference is named here, to be taken out,
-   * until none is left.
-   */
-  const AWAITING_RUNTIME: Record<string, (value: unknown, max: number) => boolean> = {
-    "empty text takes the default": (v) => v === "",
-    "no maximum": (v, max) => typeof v === "number" && v > max,
-    "fractions of whole seconds": (v) => typeof v === "number" && !Number.isInteger(v) && v > 0,
-    "text or values Number() reads": (v) => v === "0x10" || v === true,
-    "null read as 0, not as left out": (v) => v === null,
-  };
-  const probe: unknown[] = [undefined, null, "", 0, -5, 0.5, 1, 10, "10", 86_401, 604_801, 1_000_001, 31_622_401, "abc", "0x10", true];
-
-  function runtimeTakes(property: string, value: unknown): boolean {
-    try {
-      if (["rate", "interval", "burst", "maxWait"].includes(property)) {
-        throughputSettings({ id: "n", type: "throughput-gate", name: "", z: "", [property]: value } as Parameters<typeof throughputSettings>[0]);
-      } else {
-        secondsSetting(property, value, 1);
-      }
-      return true;
-    } catch (err) {
-      assert.match((err as Error).message, new RegExp(`^${property}: `), "the runtime names the property first too");
-      return false;
-    }
-  }
-
-  it("agrees with the runtime's deploy check but for the rules listed for the runtime to change (AWAITING_RUNTIME)", () => {
-    // the settings the runtime reads through functions a test can call (the suppression-gate's and quiet-hours-gate's are inside their nodes)
-    const pairs: [GateType, string][] = [
-      ["frequency-cap-gate", "deferMax"], ["frequency-cap-gate", "jitter"],
-      ["throughput-gate", "rate"], ["throughput-gate", "interval"], ["throughput-gate", "burst"], ["throughput-gate", "maxWait"],
-    ];
-    const explained = new Set<string>();
-    for (const [type, property] of pairs) {
-      const max = (GATE_NUMBER_FIELDS[type][property] as { max: number }).max;
+  it("is what the throughput-gate's deploy check reads: the same values taken and refused, the same words", () => {
+    const probe: unknown[] = [undefined, null, "", 0, -5, 0.5, 1, 10, "10", 86_401, 604_801, 1_000_001, 31_622_401, "abc", "0x10", true];
+    for (const property of ["rate", "interval", "burst", "maxWait"]) {
       for (const value of probe) {
-        if (takes(type, property, value) === runtimeTakes(property, value)) continue;
-        const rule = Object.keys(AWAITING_RUNTIME).find((name) => (AWAITING_RUNTIME[name] as (v: unknown, m: number) => boolean)(value, max));
-        assert.ok(rule, `${type} ${property} ${JSON.stringify(value)}: the module ${takes(type, property, value) ? "takes" : "refuses"} it, the runtime does not`);
-        explained.add(rule);
+        let refusal: string | undefined;
+        try {
+          throughputSettings({ [property]: value });
+        } catch (err) {
+          refusal = (err as Error).message;
+        }
+        assert.equal(refusal ?? null, numberSettingProblem("throughput-gate", property, value, t), `${property} ${JSON.stringify(value)}`);
       }
     }
-    assert.deepEqual(Object.keys(AWAITING_RUNTIME).filter((r) => !explained.has(r)), [], "the runtime follows the module here now: take these out of AWAITING_RUNTIME");
   });
 });

@@ -1,5 +1,10 @@
-import { secondsSetting, THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../settingsChecks";
+import { numberSetting } from "../gateSettings";
+import { englishMessages } from "../schema/catalog";
+import type { Translate } from "../schema/messages";
+import { THROUGHPUT_KEY_TYPES, throughputKeyProblem } from "../settingsChecks";
 import { gcraLimit, type GcraLimit } from "./gcra";
+
+const GATE = "throughput-gate";
 
 /** A throughput-gate's properties as the flow JSON gives them (SPEC §11). */
 export interface RawThroughputSettings {
@@ -23,19 +28,13 @@ export interface ThroughputSettings {
   key: string;
 }
 
-function numberSetting(field: string, value: unknown, fallback: number): number {
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n)) throw new Error(`${field}: must be a number, got ${JSON.stringify(value)}`);
-  return n;
-}
 
 /** The gate's own settings, checked at deploy; a bad one names its property (SPEC §11 defaults). */
-export function throughputSettings(def: RawThroughputSettings): ThroughputSettings {
-  const rate = numberSetting("rate", def.rate, 10);
-  const intervalSeconds = numberSetting("interval", def.interval, 1);
+export function throughputSettings(def: RawThroughputSettings, t: Translate = englishMessages()): ThroughputSettings {
+  const rate = numberSetting(GATE, "rate", def.rate, t);
+  const intervalSeconds = numberSetting(GATE, "interval", def.interval, t);
   // burst defaults to the rate: a second's worth may go at once, as a provider's per-second contract allows
-  const burst = numberSetting("burst", def.burst, Math.max(1, Math.round(rate)));
+  const burst = numberSetting(GATE, "burst", def.burst, t, rate);
   const limit = gcraLimit(rate, intervalSeconds, burst);
   const disposition = def.disposition || "queue";
   if (disposition !== "queue" && disposition !== "skip") throw new Error(`disposition: must be queue or skip, got ${JSON.stringify(disposition)}`);
@@ -44,6 +43,6 @@ export function throughputSettings(def: RawThroughputSettings): ThroughputSettin
   const keyProblem = throughputKeyProblem(keyType, key);
   if (keyProblem === "keyType") throw new Error(`keyType: must be one of ${THROUGHPUT_KEY_TYPES.join(", ")}, got ${JSON.stringify(keyType)}`);
   if (keyProblem === "key") throw new Error(`key: a ${keyType} key needs a property, expression or text`);
-  return { rate, intervalSeconds, burst, limit, disposition, maxWaitMs: secondsSetting("maxWait", def.maxWait, 60) * 1000, keyType, key };
+  return { rate, intervalSeconds, burst, limit, disposition, maxWaitMs: numberSetting(GATE, "maxWait", def.maxWait, t) * 1000, keyType, key };
 }
 

@@ -1,4 +1,4 @@
-import { numberSettingProblem, type GateType } from "../model/gateSettings";
+import { numberSettingProblem, type GateType } from "../../core/gateSettings";
 import { t, verdict } from "./i18n";
 import type { EditorNode, Validator } from "./red";
 
@@ -18,7 +18,7 @@ export function inputLabel(): string {
 
 /**
  * A gate's numeric setting, checked against the bounds and worded as the
- * runtime's deploy check does (src/editor/model/gateSettings.ts); left out
+ * runtime's deploy check does (src/core/gateSettings.ts); left out
  * of a flow, it takes the runtime's default.
  */
 export function numberValidator(type: GateType, property: string): Validator {

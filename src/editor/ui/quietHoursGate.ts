@@ -1,5 +1,5 @@
 import { isAbsent, listText, splitList } from "../model/lists";
-import { quietTimeProblem } from "../model/gateSettings";
+import { quietTimeProblem } from "../../core/gateSettings";
 import { badDay, DAY_ORDER, daysKind, daysOf, isKnownZone, windowShape } from "../model/quietHours";
 import { gateFields } from "./gateFields";
 import { labelStyle, outputLabel, inputLabel, numberValidator, showDefault } from "./gateCommon";

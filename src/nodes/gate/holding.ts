@@ -100,7 +100,7 @@ export async function holdOrExpire(
 function heldAnswer(msg: AdmittedMsg, dueAt: number): NodeMessage {
   const reply = httpHeld(msg.admission as Admission, dueAt);
   const { req, res } = msg as AdmittedMsg & { req?: unknown; res?: unknown };
-  return { _msgid: msg._msgid, req, res, statusCode: reply.statusCode, headers: reply.headers, payload: reply.payload, admission: msg.admission } as NodeMessage;
+  return { _msgid: msg._msgid, req, res, statusCode: reply.statusCode, headers: reply.headers, payload: reply.payload, admission: msg.admission };
 }
 
 /**

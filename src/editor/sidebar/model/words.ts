@@ -10,10 +10,11 @@ export type SidebarTranslate = (key: string, params?: Readonly<Record<string, st
 export function formatSeconds(seconds: number | null | undefined, t: SidebarTranslate): string {
   if (seconds === null || seconds === undefined) return t("time.never");
   const units: [string, number, number][] = [["d", 86400, 24], ["h", 3600, 60], ["min", 60, 60], ["s", 1, 1]];
-  for (let i = 0; i < units.length - 1; i++) {
-    const [name, size, per] = units[i] as [string, number, number];
+  for (const [i, [name, size, per]] of units.entries()) {
+    const next = units[i + 1];
+    if (!next) break;
     if (seconds >= size) {
-      const [nextName, nextSize] = units[i + 1] as [string, number, number];
+      const [nextName, nextSize] = next;
       const rest = Math.floor(seconds / nextSize) % per;
       return t(`time.${name}`, { n: Math.floor(seconds / size) }) + (rest ? ` ${t(`time.${nextName}`, { n: rest })}` : "");
     }

@@ -1,7 +1,7 @@
 /**
  * The bounds of every gate's own numeric settings and quiet-hours times,
  * and the one way each problem is worded: the dialogs (src/editor/ui) check
- * a value with these, and the runtime's deploy check is meant to read the
+ * a value with these, and the runtime's deploy check reads the
  * same ones, so the dialog and a node's red status say the same thing about
  * the same value.
  *
@@ -121,9 +121,9 @@ function grouped(n: number): string {
 function shown(value: unknown): string {
   if (value === undefined) return "nothing";
   try {
-    return JSON.stringify(value) ?? String(value);
+    return JSON.stringify(value) ?? typeof value;
   } catch {
-    return String(value);
+    return typeof value;
   }
 }
 
