@@ -37,6 +37,18 @@ export class ConfigError extends SendgateError {
 }
 
 /**
+ * A gate setting the flow holds that the gate cannot run with; `field` is the
+ * property, `label` what the dialog calls it (the status shows the label).
+ */
+export class SettingError extends SendgateError {
+  readonly code = "INVALID_SETTING";
+  constructor(readonly field: string, message: string, readonly label: string = field) {
+    super(message);
+    this.name = "SettingError";
+  }
+}
+
+/**
  * timeout: a sent call was not answered in time; error: the store answered
  * with a failure; not_ready: no connection; circuit_open: not called, the
  * breaker is open; overloaded: not called, the send queue is full (SPEC §9).

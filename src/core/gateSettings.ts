@@ -12,6 +12,7 @@
  * (`deferMax: …`), as the runtime's errors do (SPEC §3), then the label the
  * dialog shows it under.
  */
+import { SettingError } from "./errors";
 
 /** A key such as `sendgate.settings.problem` and its placeholders → the text (structurally src/core/schema/messages' Translate). */
 export type Translate = (key: string, params?: Readonly<Record<string, string | number>>) => string;
@@ -163,11 +164,17 @@ export function numberSettingProblem(type: GateType, property: string, value: un
  */
 export function numberSetting(type: GateType, property: string, value: unknown, t: Translate, rate?: number): number {
   const read = readNumberSetting(type, property, value, t);
-  if ("problem" in read) throw new Error(read.problem);
+  if ("problem" in read) throw new SettingError(property, read.problem, t(`sendgate.settings.label.${property}`));
   if ("value" in read) return read.value;
   const { fallback } = fieldOf(type, property);
   if (fallback !== "rate") return fallback;
   return Math.min(fieldOf("throughput-gate", "burst").max, Math.max(1, Math.round(rate ?? 10)));
+}
+
+/** A quiet-hours time as the runtime reads it: a problem throws a SettingError with the dialog's words. */
+export function checkQuietTime(property: "start" | "end", value: unknown, t: Translate): void {
+  const problem = quietTimeProblem(property, value, t);
+  if (problem) throw new SettingError(property, problem, t(`sendgate.settings.label.${property}`));
 }
 
 /** A quiet-hours time (`start`, `end`): left out takes the default; empty or not HH:MM from 00:00 to 23:59 is a problem. */

@@ -6,7 +6,7 @@ import { checkAnswer } from "../core/caps/checkAnswer";
 import { HeldOrder } from "../core/hold/heldOrder";
 import { ownValue } from "../core/ownKeys";
 import { claimHolder, parseSend, type Send } from "../core/send";
-import { StoreUnavailableError } from "../core/errors";
+import { SettingError, StoreUnavailableError } from "../core/errors";
 import type { CapService } from "../core/capService";
 import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
@@ -42,7 +42,7 @@ interface CapGateSettings {
 /** The gate's own settings, checked at deploy; a bad one names its property. */
 function settingsOf(def: FrequencyCapGateDef, t: Translate): CapGateSettings {
   const mode = (def.mode || "claim") as Mode;
-  if (!(MODES as readonly string[]).includes(mode)) throw new Error(`mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`);
+  if (!(MODES as readonly string[]).includes(mode)) throw new SettingError("mode", `mode: "${mode}" is not available in this version (available: ${MODES.join(", ")})`);
   return { mode, deferMaxMs: numberSetting(GATE, "deferMax", def.deferMax, t) * 1000, jitterMs: numberSetting(GATE, "jitter", def.jitter, t) * 1000 };
 }
 

@@ -1,3 +1,4 @@
+import { SettingError } from "../core/errors";
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, quietAdmission } from "../core/admission";
 import type { CapService } from "../core/capService";
@@ -7,7 +8,7 @@ import { parseSend } from "../core/send";
 import type { CapConfigNode } from "./gate/capConfigNode";
 import { Gate, type Turn } from "./gate/gate";
 import { httpResponseSetting } from "./gate/settings";
-import { numberSetting, QUIET_TIME_FIELDS, quietTimeProblem } from "../core/gateSettings";
+import { checkQuietTime, numberSetting, QUIET_TIME_FIELDS } from "../core/gateSettings";
 import type { Translate } from "../core/schema/messages";
 import { runtimeMessages } from "./gate/i18n";
 import { holdOrExpire } from "./gate/holding";
@@ -46,10 +47,7 @@ interface QuietSettings {
 
 /** The gate's own settings, checked at deploy; a bad one names its property. */
 function settingsOf(def: QuietHoursGateDef, t: Translate): QuietSettings {
-  for (const property of ["start", "end"] as const) {
-    const problem = quietTimeProblem(property, def[property], t);
-    if (problem) throw new Error(problem);
-  }
+  for (const property of ["start", "end"] as const) checkQuietTime(property, def[property], t);
   const window = parseQuietWindow({
     start: def.start ?? QUIET_TIME_FIELDS.start,
     end: def.end ?? QUIET_TIME_FIELDS.end,
@@ -57,7 +55,7 @@ function settingsOf(def: QuietHoursGateDef, t: Translate): QuietSettings {
     timezone: def.timezone || "UTC",
   });
   const disposition = def.disposition || "defer";
-  if (disposition !== "defer" && disposition !== "skip") throw new Error(`disposition: must be defer or skip, got ${JSON.stringify(disposition)}`);
+  if (disposition !== "defer" && disposition !== "skip") throw new SettingError("disposition", `disposition: must be defer or skip, got ${JSON.stringify(disposition)}`);
   return {
     window, disposition,
     jitterMs: numberSetting(GATE, "jitter", def.jitter, t) * 1000,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";
-import { numberSettingProblem, quietTimeProblem, type GateType } from "../../src/core/gateSettings";
+import { numberSetting, numberSettingProblem, quietTimeProblem, type GateType } from "../../src/core/gateSettings";
 import { englishMessages } from "../../src/core/schema/catalog";
 import { flowNode, gateNodes, helper, TAB } from "../support/nodeRed";
 import { helperSuite } from "../support/helperSuite";
@@ -42,6 +42,8 @@ describe("gate settings: the deploy check says what the dialog says", function (
         flowNode({ id: "gate", type, config: "cfg", [property]: value, wires: [[], [], []] }),
       ]);
       assert.deepEqual(errorsOf("gate"), [numberSettingProblem(type, property, value, t)]);
+      // the runtime's error carries a code and the dialog's label, which the gate's status shows
+      assert.throws(() => numberSetting(type, property, value, t), { code: "INVALID_SETTING", field: property, label: t(`sendgate.settings.label.${property}`) });
     });
   }
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Node, NodeStatus } from "node-red";
 import type { CapService } from "../../src/core/capService";
-import { ConfigError } from "../../src/core/errors";
+import { ConfigError, SettingError } from "../../src/core/errors";
 import type { RulesProviderState } from "../../src/core/rules/rulesProvider";
 import type { StoreState } from "../../src/core/store/admissionStore";
 import { GateStatus } from "../../src/nodes/gate/status";
@@ -136,6 +136,8 @@ describe("nodes/gateStatus", () => {
       [new ConfigError(["rule 1 (\"a\") max_count: must be a whole number from 1 to 1000000"]), "cap-config invalid"],
       ["config: no cap-config selected", "no cap-config"],
       [new Error("mode: \"check\" is not available in this version (available: claim, record, release)"), "invalid mode"],
+      // a setting is named as its dialog labels it, not by its property
+      [new SettingError("deferMax", "deferMax (Defer limit): must be …, got -5", "Defer limit"), "invalid Defer limit"],
     ];
     for (const [problem, text] of cases) {
       const { node, shown } = fakeNode();

@@ -1,3 +1,4 @@
+import { SettingError } from "../errors";
 import { numberSetting } from "../gateSettings";
 import { englishMessages } from "../schema/catalog";
 import type { Translate } from "../schema/messages";
@@ -37,12 +38,12 @@ export function throughputSettings(def: RawThroughputSettings, t: Translate = en
   const burst = numberSetting(GATE, "burst", def.burst, t, rate);
   const limit = gcraLimit(rate, intervalSeconds, burst);
   const disposition = def.disposition || "queue";
-  if (disposition !== "queue" && disposition !== "skip") throw new Error(`disposition: must be queue or skip, got ${JSON.stringify(disposition)}`);
+  if (disposition !== "queue" && disposition !== "skip") throw new SettingError("disposition", `disposition: must be queue or skip, got ${JSON.stringify(disposition)}`);
   const keyType = typeof def.keyType === "string" && def.keyType !== "" ? def.keyType : def.keyType ? JSON.stringify(def.keyType) : "org";
   const key = typeof def.key === "string" ? def.key : def.key === undefined || def.key === null ? "" : JSON.stringify(def.key);
   const keyProblem = throughputKeyProblem(keyType, key);
-  if (keyProblem === "keyType") throw new Error(`keyType: must be one of ${THROUGHPUT_KEY_TYPES.join(", ")}, got ${JSON.stringify(keyType)}`);
-  if (keyProblem === "key") throw new Error(`key: a ${keyType} key needs a property, expression or text`);
+  if (keyProblem === "keyType") throw new SettingError("keyType", `keyType: must be one of ${THROUGHPUT_KEY_TYPES.join(", ")}, got ${JSON.stringify(keyType)}`);
+  if (keyProblem === "key") throw new SettingError("key", `key: a ${keyType} key needs a property, expression or text`);
   return { rate, intervalSeconds, burst, limit, disposition, maxWaitMs: numberSetting(GATE, "maxWait", def.maxWait, t) * 1000, keyType, key };
 }
 

@@ -1,7 +1,7 @@
 import type { Node, NodeStatusFill, NodeStatusShape } from "node-red";
 import type { FailMode } from "../../core/store/storeAccess";
 import type { CapService } from "../../core/capService";
-import { ConfigError } from "../../core/errors";
+import { ConfigError, SettingError } from "../../core/errors";
 import type { RulesProviderState } from "../../core/rules/rulesProvider";
 import { englishMessages } from "../../core/schema/catalog";
 import type { Translate } from "../../core/schema/messages";
@@ -95,6 +95,7 @@ export class GateStatus {
 
   private brokenWord(problem: string | Error): string {
     if (problem instanceof ConfigError) return this.t("sendgate.status.configInvalid");
+    if (problem instanceof SettingError) return statusLine([this.t("sendgate.status.invalid", { field: problem.label })]);
     const text = problem instanceof Error ? problem.message : problem;
     const field = /^([A-Za-z][\w.]*): /.exec(text)?.[1];
     if (field === "config") return this.t("sendgate.status.noConfig");
