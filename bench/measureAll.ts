@@ -16,7 +16,7 @@ export interface BenchContext {
   completions: Completions;
   redis: Redis;
   endpoint: RedisEndpoint;
-  /** SHA of lua/claim.lua, loaded */
+  /** SHA of lua/caps/claim.lua, loaded */
   sha: string;
   settings: BenchSettings;
   /** every key of this run starts with it */

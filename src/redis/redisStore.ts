@@ -232,7 +232,7 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
       const r = items[i];
       texts[i] = text.arg(r.counters, entryTail(r.member, r.token));
     }
-    // the sends in one argument (lua/claim.lua readItemTexts): the client writes each argument with a length
+    // the sends in one argument (lua/caps/claim.lua readItemTexts): the client writes each argument with a length
     // prefix of its own, strings it builds per argument
     return [...limits.args(), texts.join(";")];
   },

@@ -269,7 +269,7 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     assert.match(await text("br-news-cap"), /in the flow: cap-config "news caps" is invalid: rules: not valid JSON/);
     assert.match(await text("br-news-cap"), /deployed: cap-config invalid/);
     assert.match(await text("br-defer"), /in the flow: deferMax \(Defer limit\): must be whole seconds from 0 to 31,622,400, got -5/);
-    assert.match(await text("br-defer"), /deployed: invalid deferMax/);
+    assert.match(await text("br-defer"), /deployed: invalid Defer limit/);
     assert.match(await text("br-zone"), /in the flow: unknown time zone "Mars\/Olympus"/);
     assert.match(await text("br-zone"), /deployed: invalid timezone/);
     // in their tabs they say broken, never "allowed 0 · skipped 0"

@@ -16,8 +16,8 @@ function entries(value: Buffer | null): { ts: number; digest: number; token: num
   return out;
 }
 
-/** lua/claim.lua, release.lua, record.lua, inspect.lua and suppression.lua run straight in Redis with EVAL, no store code in between. */
-describe("lua/claim.lua and its siblings in Redis", () => {
+/** lua/caps/claim.lua, release.lua, record.lua, inspect.lua and suppression.lua run straight in Redis with EVAL, no store code in between. */
+describe("lua/caps/claim.lua and its siblings in Redis", () => {
   let redis: Redis;
   let prefix: string;
   const claimSource = luaScript("claim");

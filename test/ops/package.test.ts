@@ -51,7 +51,7 @@ describe("the packed package [package]", function () {
   it("ships every file Node-RED loads, the editor bundle, the Lua scripts and the license", () => {
     const paths = new Set(report.files.map((f) => f.path));
     const needed = [pkg.main, ...Object.values(pkg["node-red"].nodes), ...Object.values(pkg["node-red"].plugins),
-      "resources/sendgate-editor.js", "lua/claim.lua", "LICENSE", "README.md", "package.json"];
+      "resources/sendgate-editor.js", "lua/caps/claim.lua", "LICENSE", "README.md", "package.json"];
     assert.deepEqual(needed.filter((p) => !paths.has(p)), []);
     assert.match(readFileSync(join(ROOT, "LICENSE"), "utf8"), /Apache License\s+Version 2\.0, January 2004/);
     assert.deepEqual(report.files.map((f) => f.path).filter((p) => /^(dist\/test|dist\/bench|src|test)\//.test(p)), []);

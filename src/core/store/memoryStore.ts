@@ -29,7 +29,7 @@ function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: 
   yield `${text}]`;
 }
 
-/** One counter entry: as lua/claim.lua packs it (ts, digest of the messageId, attempt token). */
+/** One counter entry: as lua/caps/claim.lua packs it (ts, digest of the messageId, attempt token). */
 export type Entry = [ts: number, digest: number, token: number];
 
 interface CounterHash {
