@@ -134,7 +134,7 @@ async function main(): Promise<void> {
         + `msgs/s: the median of ${MEASURED} measured bursts after them (each to recipients of its own), its CPU and verdicts beside it; `
         + `cap-config defaults (timeoutMs 50, maxQueued 1,500,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim, the mean of runs right before and right after the row${rawCpuNote(burstRows)}; `
         + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu); "
-        + `-ss${YOUNG_GEN_MB}: the same rows in a Node started with ${YOUNG_GEN_FLAGS.join(" ")} (a larger young generation, README "Bursts")`);
+        + `-ss${YOUNG_GEN_MB}: the same rows in a Node started with ${YOUNG_GEN_FLAGS.join(" ")} (a larger young generation, docs/internals.md "Bursts")`);
       console.log("");
       console.log(burstTable(burstRows));
       for (const line of warmUpFaults(burstRows)) console.log(line);
