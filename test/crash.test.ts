@@ -182,7 +182,7 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
     const send = async (recipient: string) => {
       const res = await fetch(`${red.baseUrl}/send`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recipient, channel: "email" }) });
       const body = await res.text();
-      return { status: res.status, error: res.status === 429 ? (JSON.parse(body) as { error: string }).error : undefined };
+      return { status: res.status, error: res.status === 429 || res.status === 403 ? (JSON.parse(body) as { error: string }).error : undefined };
     };
     try {
       await red.start();
@@ -196,7 +196,7 @@ describe("a memory store survives SIGKILL: held msgs never released twice nor lo
       await red.kill();
       await red.start();
       assert.deepEqual(await send("counted"), { status: 429, error: "FREQUENCY_CAP_EXCEEDED" }, "the counter survived the crash");
-      assert.deepEqual(await send("blocked"), { status: 429, error: "RECIPIENT_OPTED_OUT" }, "the opt-out survived the crash");
+      assert.deepEqual(await send("blocked"), { status: 403, error: "RECIPIENT_OPTED_OUT" }, "the opt-out survived the crash");
       assert.equal((await send("fresh")).status, 200);
       const text = readdirSync(join(red.dir, "sendgate")).map((f) => readFileSync(join(red.dir, "sendgate", f), "utf8")).join("\n");
       assert.ok(text.includes("blocked"));

@@ -47,11 +47,11 @@ for (const store of ["memory", "redis"] as const) {
         body: JSON.stringify({ recipient: "bob", channel: "sms", reason: "STOP" }),
       });
       assert.equal(listed.status, 201, await listed.text());
-      assert.equal((await send("bob")).status, 429);
+      assert.equal((await send("bob")).status, 403);
       await red.stop();
       await red.start();
       const after = await send("bob");
-      assert.equal(after.status, 429, red.output);
+      assert.equal(after.status, 403, red.output);
       assert.equal(((await after.json()) as { error: string }).error, "RECIPIENT_OPTED_OUT");
       assert.equal((await send("alice")).status, 200);
     });
