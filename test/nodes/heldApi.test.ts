@@ -46,14 +46,14 @@ async function gates(): Promise<GatesBody> {
   return res.body as GatesBody;
 }
 
-/** Waits until the gates hold `counts` (gate -> count). */
-async function until(counts: Record<string, number>, timeoutMs = 20_000): Promise<GatesBody> {
+/** Waits until the gates hold `counts` (gate, count). */
+async function until(counts: ReadonlyMap<string, number>, timeoutMs = 20_000): Promise<GatesBody> {
   const started = Date.now();
   for (;;) {
     const body = await gates();
-    const now = Object.fromEntries(body.gates.map((g) => [g.gate, g.count]));
-    if (Object.entries(counts).every(([gate, n]) => now[gate] === n)) return body;
-    if (Date.now() - started > timeoutMs) assert.fail(`held ${JSON.stringify(now)}, waited for ${JSON.stringify(counts)}`);
+    const now = new Map(body.gates.map((g) => [g.gate, g.count]));
+    if ([...counts].every(([gate, n]) => now.get(gate) === n)) return body;
+    if (Date.now() - started > timeoutMs) assert.fail(`held ${JSON.stringify([...now])}, waited for ${JSON.stringify([...counts])}`);
     await sleep(50);
   }
 }
@@ -120,12 +120,12 @@ for (const kind of STORE_KINDS) {
       await deploy(window, config, credentials);
       const allowed = new Collector(["allowed"]);
       sendPhase("quiet", "q", 5, times.expiresAt);
-      await until({ quiet: 50 });
+      await until(new Map([["quiet", 50]]));
       // each recipient's first 5 take the cap's slots, in order; the next 45 are held in arrival order
       sendPhase("cap", "a", 5, times.expiresAt);
       await allowed.until(50, 20_000);
       sendPhase("cap", "c", 45, times.expiresAt);
-      await until({ quiet: 50, cap: 450 });
+      await until(new Map([["quiet", 50], ["cap", 450]]));
       assert.equal(allowed.total(), 50, "only the first 5 of each recipient were allowed");
       assert.ok(Date.now() < times.endsAt - 5_000, "the burst was held well before the quiet window ends");
       return times;
@@ -204,7 +204,7 @@ for (const kind of STORE_KINDS) {
         tp.receive({ recipient, channel: "sms", messageId: `t${i}`, payload: { secret: "body" } } as never);
       }
       await out.until(1, 10_000);
-      await until({ tp: 4 });
+      await until(new Map([["tp", 4]]));
       const res = await getHeld({ recipient: "a@example.com" });
       assert.equal(res.status, 200, res.text);
       const listing = res.body as HeldBody;
