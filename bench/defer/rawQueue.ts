@@ -93,6 +93,7 @@ async function drainAll(queue: DeferQueue, count: number): Promise<{ released: n
       lastProgress = performance.now();
       if (released >= count) finish?.();
     },
+    scan: (limit) => queue.scan(limit),
     size: () => queue.size(),
     nextDueAt: () => queue.nextDueAt(),
     close: () => queue.close(),

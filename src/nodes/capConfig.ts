@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { NodeAPI } from "node-red";
 import { registerCapRoutes } from "./adminApi/capRoutes";
+import { registerHeldRoutes } from "./adminApi/heldRoutes";
 import { registerMetricsRoutes } from "./adminApi/metricsRoutes";
 import { AdmissionFeed } from "./sidebar/admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
@@ -46,6 +47,7 @@ export default function register(RED: NodeAPI): void {
   registerCapRoutes(RED);
   registerSuppressionRoutes(RED);
   registerMetricsRoutes(RED);
+  registerHeldRoutes(RED);
 
   RED.nodes.registerType<CapConfigNode, CapConfigDef, Record<string, never>, CapCredentials>("cap-config", CapConfig, {
     credentials: {

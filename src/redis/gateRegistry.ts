@@ -40,6 +40,10 @@ export class RedisGateRegistry implements GateRegistry {
     await this.scripts.sendgateDeferGates(3, this.key, keys.due, keys.lease, "forget", gate);
   }
 
+  async known(): Promise<string[]> {
+    return this.client.zrange(this.key, 0, -1);
+  }
+
   private get scripts(): GateScripts {
     return this.client as unknown as GateScripts;
   }

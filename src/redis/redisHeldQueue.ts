@@ -5,8 +5,8 @@ import { withScripts } from "./scripts";
 import { retriedMidMove } from "../core/store/storeFaults";
 import { plainCodec, type DeferCodec } from "../core/hold/codec";
 import {
-  asError, checkLeaseUntil, heldJson, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
-  type DeferInput, type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
+  asError, checkLeaseUntil, heldJson, checkLimit, checkScanLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  type DeferInput, type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg, type HeldScan,
 } from "../core/hold/heldQueue";
 
 type RedisClient = Redis | Cluster;
@@ -83,6 +83,9 @@ export function deferKeys(scope: DeferScope): DeferKeys {
 
 /** Most items one defer_put.lua call holds: a bigger batch is split, so one script never blocks Redis for long. */
 export const PUT_SLICE = 1000;
+
+/** Fields one HSCAN page of a scan asks for. */
+const SCAN_PAGE = 1000;
 
 export interface RedisDeferQueueOptions {
   codec?: DeferCodec;
@@ -180,6 +183,40 @@ export class RedisDeferQueue implements DeferQueue {
     checkLimit(limit);
     const [ids, msgs, merged, dropped] = await retriedMidMove(() => this.scripts.sendgateDeferExpire(this.keyList.length, ...this.keyList, this.keys.base, limit));
     return this.readAll(ids, msgs, merged, dropped).read;
+  }
+
+  /**
+   * HSCAN of the msg hash (every held msg, due or leased, is a field of it),
+   * a page at a time: no script holds Redis for the whole listing. HSCAN may
+   * answer a field twice: each id counts once.
+   */
+  async scan(limit: number): Promise<HeldScan> {
+    this.open();
+    checkScanLimit(limit);
+    const seen = new Set<string>();
+    const msgs: DeferredMsg[] = [];
+    let cursor = "0";
+    let cutShort = false;
+    do {
+      const [next, page] = await this.client.hscan(this.keys.msg, cursor, "COUNT", SCAN_PAGE);
+      cursor = next;
+      for (let i = 0; i + 1 < page.length; i += 2) {
+        const id = page[i];
+        if (seen.has(id)) continue;
+        // a msg past the bound: the listing is cut short (at exactly the bound it is not)
+        if (seen.size >= limit) {
+          cutShort = true;
+          break;
+        }
+        seen.add(id);
+        try {
+          msgs.push(JSON.parse(this.codec.decode(page[i + 1])) as DeferredMsg);
+        } catch {
+          // damaged: a take reports and removes it
+        }
+      }
+    } while (cursor !== "0" && !cutShort);
+    return { msgs, scanned: seen.size, complete: !cutShort };
   }
 
   async size(): Promise<number> {

@@ -387,6 +387,16 @@ export class Deferrals {
     return new Map([...this.queues.keys()].map((gate) => [gate, this.sizeOf(gate).held]));
   }
 
+  /**
+   * Every gate whose queue may hold msgs: those running here, those whose
+   * queues were opened here, and those the registry knows (gates that held
+   * msgs on any instance), sorted.
+   */
+  async knownGates(): Promise<string[]> {
+    const elsewhere = await this.options.registry.known();
+    return [...new Set([...this.running.keys(), ...this.queues.keys(), ...elsewhere])].sort();
+  }
+
   /** How many msgs a gate's queue holds (told now, and whenever it changes). */
   onSize(gate: string, listener: (held: number) => void): () => void {
     const size = this.sizeOf(gate);

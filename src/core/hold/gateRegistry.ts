@@ -10,6 +10,8 @@ export interface GateRegistry {
   orphans(): Promise<string[]>;
   /** forgets a gate whose queue is empty and which still runs nowhere */
   forget(gate: string): Promise<void>;
+  /** every gate it knows of (their queues may hold msgs), running or not */
+  known(): Promise<string[]>;
 }
 
 /** How often a cap-config says which gates it runs, and how long that counts. */
@@ -32,5 +34,9 @@ export class LocalGateRegistry implements GateRegistry {
 
   async forget(): Promise<void> {
     return undefined;
+  }
+
+  async known(): Promise<string[]> {
+    return [...new Set([...this.running, ...this.gatesHolding()])];
   }
 }

@@ -131,11 +131,33 @@ export interface DeferQueue {
    * instance, which can never release them.
    */
   dropExpired(limit: number): Promise<DeferredMsg[]>;
+  /**
+   * Reads up to `limit` held msgs (due and leased), as stored and without
+   * what was merged into them, taking nothing: for the admin API's listing,
+   * which has no index by recipient. In no set order; a msg held or taken
+   * meanwhile may be missed or seen twice (each id is answered once).
+   * `complete` is false when the queue held more than `limit` were looked at.
+   * A msg that cannot be read back counts as looked at and is left out.
+   */
+  scan(limit: number): Promise<HeldScan>;
   /** msgs held (due + leased) */
   size(): Promise<number>;
   /** when a msg can next be taken: the earliest release-at held or lease expiry, or null when empty */
   nextDueAt(): Promise<number | null>;
   close(): Promise<void>;
+}
+
+/** What `DeferQueue.scan` read. */
+export interface HeldScan {
+  msgs: DeferredMsg[];
+  /** held msgs looked at (those that could not be read included) */
+  scanned: number;
+  /** false: the queue held more than were looked at */
+  complete: boolean;
+}
+
+export function checkScanLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError("scan: limit must be a positive integer");
 }
 
 /** Checks a msg before it is held; returns the id it will have and the release-at score. Throws TypeError naming the field. */

@@ -1,8 +1,8 @@
 import { MinHeap } from "../minHeap";
 import { plainCodec, type DeferCodec } from "./codec";
 import {
-  asError, checkLeaseUntil, heldJson, checkLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
-  type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg,
+  asError, checkLeaseUntil, heldJson, checkLimit, checkScanLimit, checkTag, checkTakeArgs, dropAt, MAX_MERGED, mergedItems, prepareDeferral, withMerged,
+  type DeferItem, type DeferQueue, type DeferResult, type DeferredMsg, type HeldScan,
 } from "./heldQueue";
 
 export type DeferClock = () => number;
@@ -186,6 +186,22 @@ export class MemoryDeferQueue implements DeferQueue {
     if (gone.length > 0) this.change({ op: "remove", ids: gone });
     this.flush();
     return out;
+  }
+
+  async scan(limit: number): Promise<HeldScan> {
+    checkScanLimit(limit);
+    const msgs: DeferredMsg[] = [];
+    let scanned = 0;
+    for (const record of this.held.values()) {
+      if (scanned >= limit) return { msgs, scanned, complete: false };
+      scanned++;
+      try {
+        msgs.push(JSON.parse(this.codec.decode(record.stored)) as DeferredMsg);
+      } catch {
+        // damaged: a take reports and removes it
+      }
+    }
+    return { msgs, scanned, complete: true };
   }
 
   async size(): Promise<number> {

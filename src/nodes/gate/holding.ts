@@ -4,6 +4,7 @@ import type { DeferredMsg } from "../../core/hold/heldQueue";
 import { expiredAdmission, heldAdmission, releasedAdmission } from "../../core/hold/heldAdmission";
 import type { ReleaseHandler } from "../../core/hold/deferrals";
 import { heldMsgId, releaseId } from "../../core/hold/heldIds";
+import { holderMeta } from "../../core/hold/heldListing";
 import { HeldOrder } from "../../core/hold/heldOrder";
 import { storedCopy, storedMsg } from "../../core/hold/storedMsg";
 import { planDeferral, RELEASE_MARGIN_MS } from "../../core/hold/holdPlan";
@@ -90,6 +91,8 @@ export async function holdOrExpire(
     ...(storedGroup ? { collapsed: storedGroup } : {}),
     ...(typeof groupDropped === "number" && groupDropped > 0 ? { collapsedDropped: groupDropped } : {}),
     msg: stored,
+    // whose it is, as the store keys the recipient: the admin API lists a recipient's held msgs by it
+    meta: holderMeta(send.org, recipientToken),
   }, collapseKey !== undefined ? { collapseKey } : {});
   ctx.service.metrics.gate(ctx.node.id, ctx.gate).heldFor(refusal.reason);
   if (ctx.httpResponse && Object.hasOwn(msg, "res")) turn.answer(heldAnswer(msg, due));

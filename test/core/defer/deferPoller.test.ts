@@ -40,6 +40,7 @@ function watched(queue: DeferQueue): { queue: DeferQueue; maxInFlight: () => num
       }
     },
     ack: (ids) => queue.ack(ids),
+    scan: (limit) => queue.scan(limit),
     size: () => queue.size(),
     nextDueAt: () => queue.nextDueAt(),
     close: () => queue.close(),

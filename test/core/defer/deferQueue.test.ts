@@ -444,6 +444,33 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.equal(await h.queue.size(), 0);
     });
 
+    it("scan reads every held msg, due and leased, as stored (decoded), without taking any; past its bound it says so", async () => {
+      const h2 = await open({ encrypt: true });
+      try {
+        const later = Date.now() + 60_000;
+        const ids = Array.from({ length: 1_500 }, (_, i) => `s${i}`);
+        await h2.queue.deferMany(ids.map((id, i) => ({ entry: entry({ id, dueAt: i < 5 ? Date.now() - 1000 : later + i, meta: { org: "o", recipientKey: `r${i % 7}` } }) })));
+        const taken = await h2.queue.takeDue(5, 120_000);
+        assert.equal(taken.length, 5, "5 leased, past the first held due");
+        const whole = await h2.queue.scan(10_000);
+        assert.deepEqual([whole.scanned, whole.complete, whole.msgs.length], [1_500, true, 1_500]);
+        assert.deepEqual(whole.msgs.map((m) => m.id).sort(), [...ids].sort());
+        const s7 = whole.msgs.find((m) => m.id === "s7");
+        assert.deepEqual([s7?.dueAt, s7?.meta, s7?.gate, s7?.deferrals], [later + 7, { org: "o", recipientKey: "r0" }, GATE, 1]);
+        // at exactly the bound it is whole; one short, cut
+        assert.equal((await h2.queue.scan(1_500)).complete, true);
+        const cut = await h2.queue.scan(1_000);
+        assert.deepEqual([cut.scanned, cut.complete, new Set(cut.msgs.map((m) => m.id)).size], [1_000, false, 1_000]);
+        // nothing was taken or moved
+        assert.equal(await h2.queue.size(), 1_500);
+        assert.equal(await h2.queue.nextDueAt(), later + 5);
+        assert.deepEqual(await h2.queue.takeDue(10, 30_000), []);
+        await assert.rejects(h2.queue.scan(0), RangeError);
+      } finally {
+        await h2.done();
+      }
+    });
+
     it("refuses a bad limit, lease or dueAt", async () => {
       await assert.rejects(h.queue.takeDue(0, 1000), RangeError);
       await assert.rejects(h.queue.takeDue(5, 0), RangeError);
@@ -892,9 +919,11 @@ describe("redis defer queue", function () {
     assert.deepEqual(await registry.orphans(), ["g2"]);
     await registry.forget("g2");
     assert.deepEqual(await registry.orphans(), ["g2"], "its queue still holds a msg");
+    assert.deepEqual((await registry.known()).sort(), ["g1", "g2"], "every gate it knows, running or not");
     await drain(queue, 10);
     await registry.forget("g2");
     assert.deepEqual(await registry.orphans(), []);
+    assert.deepEqual(await registry.known(), ["g1"]);
     await registry.beat(["g2"]);
     assert.deepEqual(await registry.orphans(), []);
   });
