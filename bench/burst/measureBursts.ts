@@ -1,26 +1,14 @@
-import type Redis from "ioredis";
-import type { Completions } from "../load/completions";
-import type { EmbeddedRed } from "../nodeRed/embeddedRed";
+import type { BenchContext } from "../measureAll";
 import { runRawScenario, type RawResult } from "../rawScenario";
-import type { RedisEndpoint } from "../redis/endpoint";
 import { dropKeys } from "../redis/keys";
 import type { BurstReport } from "../report/burstTable";
 import { redisCpuSeconds } from "../redis/redisCpu";
 import { capsOf } from "../scenarios";
-import type { BenchSettings } from "../settings";
 import { runBurst, type BurstRow } from "./measureBurst";
 import { burstRowsInYoungGen } from "./youngGen";
 
-export interface BurstContext {
-  red: EmbeddedRed;
-  completions: Completions;
-  redis: Redis;
-  endpoint: RedisEndpoint;
-  sha: string;
-  settings: BenchSettings;
-  prefix: string;
-  progress: (text: string) => void;
-}
+/** What the burst rows need of the run (they use no PostgreSQL) */
+export type BurstContext = Omit<BenchContext, "pg">;
 
 /**
  * The burst rows: each size on memory and Redis, with `burstCaps` caps, and

@@ -1,10 +1,6 @@
-import type Redis from "ioredis";
-import type { Completions } from "../load/completions";
-import type { EmbeddedRed } from "../nodeRed/embeddedRed";
+import type { BenchContext } from "../measureAll";
 import { runRawScenario, type RawResult } from "../rawScenario";
-import type { RedisEndpoint } from "../redis/endpoint";
 import { dropKeys } from "../redis/keys";
-import type { BenchSettings } from "../settings";
 import { CAMPAIGN_CAP, runCampaign, type CampaignResult } from "./campaign";
 
 export interface CampaignRow extends CampaignResult {
@@ -14,16 +10,8 @@ export interface CampaignRow extends CampaignResult {
   rawAfterPerSec?: number;
 }
 
-export interface CampaignContext {
-  red: EmbeddedRed;
-  completions: Completions;
-  redis: Redis;
-  endpoint: RedisEndpoint;
-  sha: string;
-  settings: BenchSettings;
-  prefix: string;
-  progress: (text: string) => void;
-}
+/** What the campaign rows need of the run: what the burst rows need (a run without PostgreSQL) */
+export type CampaignContext = Omit<BenchContext, "pg">;
 
 /**
  * The campaign rows: `settings.campaign` msgs in one tick into a gate whose

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../support/chromium";
+import type { Page } from "playwright-core";
+import { editorSession } from "../support/editorSession";
 import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -60,20 +60,10 @@ describe("the Admission sidebar in Chromium [browser]", function () {
       ],
     },
   });
-  let browser: Browser;
   let page: Page;
   let pageErrors: string[] = [];
 
-  before(async () => {
-    await red.start();
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-    await red.stop();
-    red.cleanUp();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const newPage = editorSession(red, dir);
   beforeEach(() => { pageErrors = []; });
   afterEach(async () => {
     await page?.close();
@@ -82,7 +72,7 @@ describe("the Admission sidebar in Chromium [browser]", function () {
 
   /** Logs in through the editor's own login dialog and opens the Admission tab. */
   async function openEditorAs(username: string, show = true): Promise<void> {
-    page = await browser.newPage({ viewport: { width: 1280, height: 820 } });
+    page = await newPage({ width: 1280, height: 820 });
     page.on("pageerror", (err) => pageErrors.push(err.message));
     await page.goto(red.baseUrl);
     await page.fill("#node-dialog-login-username", username);

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { englishMessages } from "../../src/core/schema/catalog";
 import { numberSettingProblem, quietTimeProblem, type GateType } from "../../src/core/gateSettings";
-import { launchChromium } from "../support/chromium";
+import { editorSession } from "../support/editorSession";
 import { NodeRedProcess } from "../support/nodeRedProcess";
 
 /** The editor's global, as the page.evaluate callbacks below see it. */
@@ -40,24 +40,14 @@ describe("the gates' dialogs in Chromium [browser]", function () {
   const flowFile = join(dir, "flows.json");
   writeFileSync(flowFile, JSON.stringify(FLOW));
   const red = new NodeRedProcess(flowFile);
-  let browser: Browser;
   let page: Page;
   /** uncaught errors and console errors of the page, both */
   let errors: string[] = [];
 
-  before(async () => {
-    await red.start();
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-    await red.stop();
-    red.cleanUp();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const newPage = editorSession(red, dir);
   beforeEach(async () => {
     errors = [];
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page = await newPage({ width: 1400, height: 1000 });
     page.on("pageerror", (err) => errors.push(`uncaught: ${err.message}`));
     page.on("console", (m) => {
       if (m.type() === "error" && !NETWORK_ONLY.test(m.text())) errors.push(`console: ${m.text()}`);

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { DEFAULT_CHANNELS } from "../../src/core/channels";
 import { RuleValidationError } from "../../src/core/errors";
 import { ruleProblems, validateRules } from "../../src/core/schema/validateRules";
-import { launchChromium } from "../support/chromium";
+import { editorSession } from "../support/editorSession";
 import { NodeRedProcess, ROOT } from "../support/nodeRedProcess";
 
 /**
@@ -35,24 +35,14 @@ describe("the editor in Chromium [browser]", function () {
   const flowFile = join(dir, "flows.json");
   writeFileSync(flowFile, "[]");
   const red = new NodeRedProcess(flowFile);
-  let browser: Browser;
   let page: Page;
   let pageErrors: string[] = [];
 
-  before(async () => {
-    await red.start();
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-    await red.stop();
-    red.cleanUp();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const newPage = editorSession(red, dir);
 
   /** A fresh editor page on what the runtime has deployed. */
   beforeEach(async () => {
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page = await newPage({ width: 1400, height: 1000 });
     pageErrors = [];
     page.on("pageerror", (err) => pageErrors.push(err.message));
     await page.goto(red.baseUrl);
