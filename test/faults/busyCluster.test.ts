@@ -8,7 +8,7 @@ import throughputGate from "../../src/nodes/throughputGate";
 import { sleep, uniquePrefix } from "../support/redis";
 import { OwnRedisCluster } from "../support/redisServer";
 
-const MSGS = 40_000;
+const MSGS = 100_000;
 /** each recipient twice: a cap of 1 allows the first and skips the second */
 const RECIPIENTS = MSGS / 2;
 const OUTPUTS = ["sent", "skipped", "deferred", "caught"] as const;
@@ -49,7 +49,7 @@ interface Trail {
  * commands of 90-250 ms): a failure lists Redis's slowest commands, to tell
  * that from a timeout of a store that was answering.
  */
-describe("a 40,000-msg burst through suppression → frequency cap → quiet hours → throughput on a 3-master Redis Cluster, default settings", function () {
+describe("a 100,000-msg burst through suppression → frequency cap → quiet hours → throughput on a 3-master Redis Cluster, default settings", function () {
   // the drain takes ~1-2 min on the 2-core development box while other suites run beside it
   this.timeout(900_000);
   const cluster = new OwnRedisCluster();

@@ -9,6 +9,16 @@ import { sleep } from "./redis";
 
 const run = promisify(execFile);
 
+/**
+ * Every server a test started and has not stopped: killed when this process
+ * exits (mocha --exit ends it before a hook that timed out could), so no
+ * run leaves servers behind on the box for the next one to compete with.
+ */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 /** A redis-server of the test's own on a loopback port, stopped by pid. */
 export class OwnRedis {
   private child: ChildProcess | undefined;
@@ -22,11 +32,16 @@ export class OwnRedis {
   }
 
   async start(): Promise<void> {
+    // a second start (a restart of a server that was never stopped) replaces the process, never leaves it running
+    await this.stop();
     this.port ||= await freePort();
-    this.child = spawn("redis-server", [
+    const child = spawn("redis-server", [
       "--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
       "--dir", this.dir, ...this.extraArgs,
     ], { stdio: "ignore" });
+    this.child = child;
+    running.add(child);
+    child.once("exit", () => running.delete(child));
     await waitForPing(this.port);
   }
 
