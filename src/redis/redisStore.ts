@@ -258,16 +258,22 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   },
 };
 
+/**
+ * A batch's counters as record.lua and inspect.lua read them: the limit table
+ * the items share, then one argument per key (a check's 58 counters would be
+ * 117 arguments), led by `headOf` when the script writes an entry.
+ */
+function countersArgs<R extends { counters: readonly CounterSpec[] }>(items: readonly R[], headOf?: (r: R) => number): Arg[] {
+  const limits = new LimitTable();
+  const text = new CountersText(limits);
+  const args = items.map((r) => text.arg(r.counters, headOf?.(r)));
+  return [...limits.args(), ...args];
+}
+
 const recordBatch: ScriptBatch<RecordRequest, number[]> = {
   call: "sendgateRecord",
   keyOf: (r) => r.key,
-  argsOf: (items) => {
-    const limits = new LimitTable();
-    const text = new CountersText(limits);
-    const args: Arg[] = [];
-    for (const r of items) args.push(text.arg(r.counters, entryTail(r.member, RECORD_TOKEN)));
-    return [...limits.args(), ...args];
-  },
+  argsOf: (items) => countersArgs(items, (r) => entryTail(r.member, RECORD_TOKEN)),
   read: (reply, items) => {
     let at = 1;
     return items.map((r) => r.counters.map(() => Number(reply[at++])));
@@ -284,14 +290,7 @@ const releaseBatch: ScriptBatch<ReleaseRequest, ReleaseAnswer> = {
 const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   call: "sendgateInspect",
   keyOf: (r) => r.key,
-  argsOf: (items) => {
-    const limits = new LimitTable();
-    const text = new CountersText(limits);
-    const args: Arg[] = [];
-    // one argument per key: a check's 58 counters would be 117 arguments
-    for (const r of items) args.push(text.arg(r.counters));
-    return [...limits.args(), ...args];
-  },
+  argsOf: (items) => countersArgs(items),
   read: (reply, items) => {
     let at = 1;
     return items.map((r) => r.counters.map(() => {

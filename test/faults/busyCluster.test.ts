@@ -6,7 +6,8 @@ import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";
 import { sleep, uniquePrefix } from "../support/redis";
-import { OwnRedisCluster } from "../support/redisServer";
+import { clusterHelperSuite } from "../support/clusterHelperSuite";
+import type { OwnRedisCluster } from "../support/redisServer";
 
 const MSGS = 100_000;
 /** each recipient twice: a cap of 1 allows the first and skips the second */
@@ -52,17 +53,7 @@ interface Trail {
 describe("a 100,000-msg burst through suppression → frequency cap → quiet hours → throughput on a 3-master Redis Cluster, default settings", function () {
   // the drain takes ~1-2 min on the 2-core development box while other suites run beside it
   this.timeout(900_000);
-  const cluster = new OwnRedisCluster();
-  before(async function () {
-    this.timeout(30_000);
-    await cluster.start();
-    await helper.startServer();
-  });
-  after(async () => {
-    await helper.stopServer();
-    await cluster.stop();
-  });
-  afterEach(() => helper.unload());
+  const cluster = clusterHelperSuite();
 
   // with the deploy: the calls wait for the cluster's first connection; after it: the masters' own connections open
   // under the burst's first calls (ioredis opens one at the first call to its master)

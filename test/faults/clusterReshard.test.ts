@@ -6,7 +6,7 @@ import type { Node } from "node-red";
 import { Collector, flowNode, gateNodes, helper, TAB, type Msg } from "../support/nodeRed";
 import { deployGateFlow } from "../support/gateFlow";
 import { sleep, uniquePrefix } from "../support/redis";
-import { OwnRedisCluster } from "../support/redisServer";
+import { clusterHelperSuite } from "../support/clusterHelperSuite";
 import { deferHashTag } from "../../src/redis/redisHeldQueue";
 
 const run = promisify(execFile);
@@ -45,17 +45,7 @@ async function nodeId(port: number): Promise<string> {
 
 describe("a Redis Cluster reshards while a gate sends", function () {
   this.timeout(90_000);
-  const cluster = new OwnRedisCluster();
-  before(async function () {
-    this.timeout(30_000);
-    await cluster.start();
-    await helper.startServer();
-  });
-  after(async () => {
-    await helper.stopServer();
-    await cluster.stop();
-  });
-  afterEach(() => helper.unload());
+  const cluster = clusterHelperSuite();
 
   it(`follows MOVED and ASK while ${MOVED_SLOTS} slots move: every msg leaves once, caps stay exact`, async () => {
     const [from, to] = cluster.nodes;
