@@ -10,7 +10,9 @@
 -- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then the sends'
 --           texts, one per argument or many in one joined by ';' (readItemTexts), in KEYS' order:
 --           "<tail>,<field>,<limit index>,...": its entry's tail as a number (member digest ×
---           65536 + attempt token), then per cap its field and limit index (readItemText)
+--           65536 + attempt token), then per cap its field and limit index (readItemText); then, from
+--           a gate that keeps a decision history, "|<keep>|<lifetime ms>|<entry after its time>":
+--           an allowed send adds "<now>|<entry after its time>" to the hash's history (splitHistory)
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (0 no; 1 this
 --           attempt's entry, or a record's; 2 another attempt's, which this admitted send now holds
 --           too: lib/counter_entries.lua coHold), retry ms }
@@ -38,8 +40,11 @@ end
 
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail, digest, n = readItemText(items[k], limits, fields, caps)
-  local values = redis.call('HMGET', key, unpack(fields, 1, n))
+  local text, keep, lifetime, historyRest = splitHistory(items[k])
+  local tail, digest, n = readItemText(text, limits, fields, caps)
+  -- the history read with the counters: one HMGET
+  if historyRest then fields[n + 1] = HISTORY end
+  local values = redis.call('HMGET', key, unpack(fields, 1, historyRest and n + 1 or n))
 
   local blocked = false
   for i = 1, n do
@@ -95,7 +100,8 @@ for k = 1, #KEYS do
       out[#out + 1] = held[i]
       out[#out + 1] = retry
     end
-    if #writes > 0 then writeCounters(key, writes, now, needed) end
+    if historyRest then historyWrites(writes, values[n + 1], string.format('%x', now) .. historyRest, keep) end
+    if #writes > 0 then writeCounters(key, writes, now, needed, lifetime) end
   end
 end
 return out

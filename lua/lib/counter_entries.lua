@@ -125,9 +125,42 @@ local function coHold(list, tail)
 end
 
 -- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
--- minute of slack, so the next writes need not extend it again)
-local function writeCounters(key, writes, now, needed)
+-- minute of slack, so the next writes need not extend it again); `lifetime` (ms, optional): the
+-- hash holds a decision history (lua/history/append.lua), which lives at least that long after
+-- this write: with less left, it is renewed to one and a half of it
+local function writeCounters(key, writes, now, needed, lifetime)
   redis.call('HSET', key, unpack(writes))
   local ttl = redis.call('PTTL', key)
-  if ttl < 0 or now + ttl < needed + GRACE then redis.call('PEXPIRE', key, needed + 2 * GRACE - now) end
+  if lifetime and ttl < lifetime then
+    local ms = math.max(lifetime + lifetime / 2, needed + 2 * GRACE - now)
+    redis.call('PEXPIRE', key, ms)
+  elseif ttl < 0 or now + ttl < needed + GRACE then
+    redis.call('PEXPIRE', key, needed + 2 * GRACE - now)
+  end
+end
+
+-- A recipient's decision history lives in its counter hash, beside the counters, as a ring of
+-- `keep` fields '|h0' .. '|h<keep - 1>' (no counter field holds a '|'), an entry each, and the
+-- field '|h', the slot the next entry goes in. An entry fits a small hash's 64-byte values
+-- (src/core/history/historyEntry.ts), so the hash stays compact however many are kept.
+local HISTORY = '|h'
+
+-- adds to `writes` (field, value pairs) the fields that write `entry` after the entries in the
+-- slots before `cursor` (the '|h' field read, or false)
+local function historyWrites(writes, cursor, entry, keep)
+  local slot = (tonumber(cursor) or 0) % keep
+  writes[#writes + 1] = HISTORY .. slot
+  writes[#writes + 1] = entry
+  writes[#writes + 1] = HISTORY
+  writes[#writes + 1] = (slot + 1) % keep
+end
+
+-- a send's text split from the history entry it carries, if any (src/core/history/claimHistory.ts):
+-- "<counters>|<keep>|<lifetime ms>|<entry after its time>"; returns the counters' text, then keep,
+-- lifetime and the entry's rest (or nil)
+local function splitHistory(text)
+  local bar = string.find(text, '|', 1, true)
+  if not bar then return text end
+  local keep, lifetime, rest = string.match(text, '^(%d+)|(%d+)(|.*)$', bar + 1)
+  return string.sub(text, 1, bar - 1), tonumber(keep), tonumber(lifetime), rest
 end

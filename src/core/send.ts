@@ -18,6 +18,12 @@ export interface Send {
   timezone?: string;
   /** epoch ms after which a deferred send is never released */
   expiresAt?: number;
+  /**
+   * set by a gate that keeps a decision history (src/core/history/claimHistory.ts):
+   * a claim the store allows writes the verdict's history entry in the same
+   * step, in the recipient's counter hash
+   */
+  historyStamp?: string;
 }
 
 /** What the adapter read from the msg, before any checking. */

@@ -1,7 +1,7 @@
 import calculateSlot from "cluster-key-slot";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
+  AdmissionStore, ClaimOutcome, ClaimRequest, HistoryAppend, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "../core/store/admissionStore";
 import { entryTail, RECORD_TOKEN } from "../core/store/counterEntry";
@@ -31,6 +31,7 @@ interface StoreScripts {
   sendgateGcra: ScriptCall;
   sendgateGcraRefund: ScriptCall;
   sendgateQuota: ScriptCall;
+  sendgateHistoryAppend: ScriptCall;
 }
 
 /** Bulk writes go out in slices, so a 10,000-entry import never builds one giant batch. */
@@ -230,7 +231,8 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
     const texts = new Array<string>(items.length);
     for (let i = 0; i < items.length; i++) {
       const r = items[i];
-      texts[i] = text.arg(r.counters, entryTail(r.member, r.token));
+      const history = r.history;
+      texts[i] = history === undefined ? text.arg(r.counters, entryTail(r.member, r.token)) : `${text.arg(r.counters, entryTail(r.member, r.token))}|${history}`;
     }
     // the sends in one argument (lua/caps/claim.lua readItemTexts): the client writes each argument with a length
     // prefix of its own, strings it builds per argument
@@ -286,6 +288,24 @@ const releaseBatch: ScriptBatch<ReleaseRequest, ReleaseAnswer> = {
   argsOf: (items) => items.flatMap((r) => (r.kind === "mark" ? ["m", r.value] : ["c", entryTail(r.member, r.token), r.fields.length, ...r.fields])),
   read: (reply, items) => items.map((_, i) => ({ given: Number(reply[2 * i]), handed: Number(reply[2 * i + 1]) })),
 };
+
+/** The counter hash's field of the recipient's decision history: its cursor, and with a slot number its entries (lua/lib/counter_entries.lua). */
+const HISTORY_FIELD = "|h";
+
+/** A history write (lua/history/append.lua): made per write, for its size and lifetime. */
+function historyBatch(keep: number, ttlMs: number): ScriptBatch<HistoryAppend, number> {
+  return {
+    call: "sendgateHistoryAppend",
+    keyOf: (a) => a.key,
+    // the entries in one argument, a line each in the order of KEYS: the client writes each argument apart
+    argsOf: (items) => {
+      let text = "";
+      for (let i = 0; i < items.length; i++) text += (i === 0 ? "" : "\n") + items[i].entry;
+      return [keep, ttlMs, text];
+    },
+    read: (_, items) => items.map(() => 1),
+  };
+}
 
 const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
   call: "sendgateInspect",
@@ -485,6 +505,26 @@ export class RedisStore implements AdmissionStore {
     if (connecting) await connecting;
     const [next, flat] = await this.client.hscan(indexKey, cursor, "COUNT", count);
     return { cursor: next, entries: flat.filter((_, i) => i % 2 === 1) };
+  }
+
+  appendHistory(appends: readonly HistoryAppend[], keep: number, ttlMs: number): Promise<Settled<number>[]> {
+    return this.batch(historyBatch(keep, ttlMs), appends);
+  }
+
+  async readHistory(key: string, keep: number): Promise<string[]> {
+    const connecting = this.whenUsable();
+    if (connecting) await connecting;
+    // the ring's cursor, then its slots (lua/lib/counter_entries.lua historyWrites): the oldest is at the cursor
+    const fields = [HISTORY_FIELD];
+    for (let slot = 0; slot < keep; slot++) fields.push(`${HISTORY_FIELD}${slot}`);
+    const [cursor, ...slots] = await this.client.hmget(key, ...fields);
+    const from = Number(cursor ?? 0) % keep;
+    const entries: string[] = [];
+    for (let i = 0; i < keep; i++) {
+      const entry = slots[(from + i) % keep];
+      if (entry) entries.push(entry);
+    }
+    return entries;
   }
 
   state(): StoreState {

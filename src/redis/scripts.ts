@@ -23,6 +23,7 @@ export const SCRIPTS = {
   defer_expire: { command: "sendgateDeferExpire", file: "hold/defer_expire.lua" },
   defer_tag: { command: "sendgateDeferTag", file: "hold/defer_tag.lua" },
   defer_gates: { command: "sendgateDeferGates", file: "hold/defer_gates.lua" },
+  history_append: { command: "sendgateHistoryAppend", file: "history/append.lua" },
   migrate_counter: { command: "sendgateMigrateCounter", file: "migrations/migrate_counter.lua" },
   defer_migrate: { command: "sendgateDeferMigrate", file: "migrations/defer_migrate.lua" },
 } as const;

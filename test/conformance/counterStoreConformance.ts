@@ -37,6 +37,48 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     });
     afterEach(async () => close(store, prefix));
 
+    it("keeps each recipient's last `keep` history entries, in order, many recipients (and one several times) in one call", async () => {
+      const history = (recipient: string) => `${prefix}:{o|${recipient}}:h`;
+      const append = (entries: [string, string][], keep: number) => store.appendHistory(entries.map(([r, entry]) => ({ key: history(r), entry })), keep, 60_000);
+      assert.deepEqual((await append([["a", "a1"], ["b", "b1"], ["a", "a2"]], 3)).map(answered), [1, 1, 1]);
+      await append([["a", "a3"], ["a", "a4"]], 3);
+      assert.deepEqual(await store.readHistory(history("a"), 3), ["a2", "a3", "a4"]);
+      assert.deepEqual(await store.readHistory(history("b"), 3), ["b1"]);
+      assert.deepEqual(await store.readHistory(history("c"), 3), []);
+      // many more than are kept, in one call and over several: the newest of them
+      await append(Array.from({ length: 9 }, (_, i): [string, string] => ["b", `b${i + 2}`]), 2);
+      for (let i = 11; i <= 15; i++) await append([["b", `b${i}`]], 2);
+      assert.deepEqual(await store.readHistory(history("b"), 2), ["b14", "b15"]);
+    });
+
+    it("writes an allowed claim's history entry with the claim, in the recipient's counter hash; a refused one writes none", async () => {
+      const cap = spec("a", 2);
+      const claimWith = async (member: string) =>
+        answered((await store.claim([{ key: key(), member, token: 1, counters: [cap], history: `3|60000|1|gate-${member}|0||a|` }]))[0]);
+      const first = await claimWith("m1");
+      assert.equal(first.allowed, true);
+      assert.deepEqual(await store.readHistory(key(), 3), [`${first.nowMs.toString(16)}|1|gate-m1|0||a|`]);
+      const second = await claimWith("m2");
+      assert.equal((await claimWith("m3")).allowed, false);
+      assert.deepEqual(await store.readHistory(key(), 3), [`${first.nowMs.toString(16)}|1|gate-m1|0||a|`, `${second.nowMs.toString(16)}|1|gate-m2|0||a|`], "the refusal wrote nothing");
+      // the counters are untouched by the history beside them, and a history write keeps them
+      await store.appendHistory([{ key: key(), entry: "later" }], 3, 60_000);
+      assert.equal((await claimWith("m4")).counters[0]?.count, 2);
+      assert.deepEqual((await store.inspect([{ key: key(), counters: [cap] }])).map(answered)[0]?.map((c) => c.count), [2]);
+      assert.deepEqual((await store.readHistory(key(), 3)).slice(-1), ["later"]);
+    });
+
+    it("lets a history expire its lifetime after its last write", async () => {
+      const history = `${prefix}:{o|r}:h`;
+      await store.appendHistory([{ key: history, entry: "e1" }], 5, 400);
+      await sleep(200);
+      await store.appendHistory([{ key: history, entry: "e2" }], 5, 400);
+      await sleep(300);
+      assert.deepEqual(await store.readHistory(history, 5), ["e1", "e2"], "the second write renewed it");
+      await sleep(400);
+      assert.deepEqual(await store.readHistory(history, 5), []);
+    });
+
     it("admits up to max, then refuses with the wait until a slot frees", async () => {
       const cap = spec("a", 3, 30_000);
       for (let i = 1; i <= 3; i++) {

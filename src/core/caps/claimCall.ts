@@ -6,6 +6,7 @@ import type { Answer } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../store/storeAccess";
 import { mayHaveLanded } from "../store/storeFaults";
 import type { ClaimOutcome, ClaimRequest, CounterSpec } from "../store/admissionStore";
+import { claimHistoryText } from "../history/claimHistory";
 
 /**
  * One send's claim of its own caps: the request the store is sent (and the
@@ -42,10 +43,21 @@ export class ClaimCall implements ClaimRequest, ClaimAttempt, Answer<ClaimOutcom
     this.#to = to;
   }
 
+  /** the entry the store adds to the recipient's history if it allows the claim (a getter: the attempt prints without it) */
+  get history(): string | undefined {
+    const stamp = this.#send.historyStamp;
+    return stamp === undefined ? undefined : claimHistoryText(stamp, this.#caps);
+  }
+
   resolve(outcome: ClaimOutcome): void {
     let decision: CapDecision;
     try {
-      decision = outcome.allowed ? { kind: "allowed", caps: this.#caps, outcome, attempt: this } : blockedDecision(this.#caps, outcome);
+      if (outcome.allowed) {
+        decision = { kind: "allowed", caps: this.#caps, outcome, attempt: this };
+        if (this.#send.historyStamp !== undefined) decision.historyKept = true;
+      } else {
+        decision = blockedDecision(this.#caps, outcome);
+      }
     } catch (err) {
       this.#to.failed(err);
       return;

@@ -19,6 +19,17 @@ export interface TotalClaimsOptions {
 }
 
 /**
+ * The send without its history stamp: a total cap may still refuse a send whose own caps the store allowed, so
+ * its claim writes no "allowed" in the history; the gate notes the verdict it ends with.
+ */
+function unstamped(send: Send): Send {
+  if (send.historyStamp === undefined) return send;
+  const copy = { ...send };
+  delete copy.historyStamp;
+  return copy;
+}
+
+/**
  * The claims of sends with total caps (SPEC §4 counts "total"): slots of
  * shared counters spent from this cap-config's leases, beside the
  * recipient's own caps; a refusal by either gives back what the other took.
@@ -144,7 +155,7 @@ export class TotalClaims {
     if (failure) return this.totalsFailed(send, own, failure, reserved, turn);
     let decision: CapDecision | undefined;
     try {
-      const claimed = own.length === 0 ? undefined : this.options.claimCounters(send, own);
+      const claimed = own.length === 0 ? undefined : this.options.claimCounters(unstamped(send), own);
       // sent: the recipient's next send may claim now, after this one
       turn?.done();
       decision = await claimed;
@@ -241,7 +252,7 @@ export class TotalClaims {
   private async totalsFailed(send: Send, own: ApplicableCap[], failure: StoreUnavailableError, reserved: ApplicableCap[], turn: { done: () => void } | undefined): Promise<CapDecision> {
     this.cancel(reserved);
     if (own.length === 0 || this.options.access.failsClosed(failure)) return { kind: "fail_open", error: this.options.access.failed(send.org, send.channel, failure) };
-    const claimed = this.options.claimCounters(send, own);
+    const claimed = this.options.claimCounters(unstamped(send), own);
     turn?.done();
     const decision = await claimed;
     if (decision.kind !== "allowed") return decision;

@@ -54,6 +54,11 @@ export interface ClaimRequest {
   /** this attempt's token (1..65535): a give-back removes only what this very attempt added */
   token: number;
   counters: readonly CounterSpec[];
+  /**
+   * when allowed, the history entry to add (src/core/history/claimHistory.ts):
+   * `<keep>|<lifetime ms>|<entry after its time>`, the store's now before it
+   */
+  readonly history?: string;
 }
 
 /** record mode: count a send (or an impression event) without checking. */
@@ -150,6 +155,12 @@ export type SuppressionOutcome =
   | { kind: "listed"; field: string; entry: string }
   | { kind: "duplicate"; firstMember: string; retryAfterMs: number };
 
+/** One entry for a recipient's decision history (src/core/history), encoded (no newline). */
+export interface HistoryAppend {
+  key: string;
+  entry: string;
+}
+
 /** One block-list entry as stored: under the recipient (hot path) and in the org's index (listing). */
 export interface SuppressionWrite {
   listKey: string;
@@ -199,6 +210,15 @@ export interface AdmissionStore {
   writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void>;
   /** One page of an org's block-list index; cursor "0" starts and ends. */
   listSuppressions(indexKey: string, cursor: string, count: number): Promise<{ cursor: string; entries: string[] }>;
+  /**
+   * Adds entries, in order, to recipients' decision histories (lists, oldest
+   * first; a key may come several times), each list living `ttlMs` from this
+   * write and keeping at least its last `keep`. Answers each append: 1 when
+   * written.
+   */
+  appendHistory(appends: readonly HistoryAppend[], keep: number, ttlMs: number): Promise<Settled<number>[]>;
+  /** The last `keep` entries of one recipient's decision history, oldest first (empty: none, or expired). */
+  readHistory(key: string, keep: number): Promise<string[]>;
   state(): StoreState;
   onStateChange(listener: (state: StoreState) => void): () => void;
   /**

@@ -1,11 +1,13 @@
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
+  AdmissionStore, ClaimOutcome, HistoryAppend, ClaimRequest, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "./admissionStore";
 import { joinedMark, markMember, markTokens, markValue, withoutMarkToken } from "../suppression/markValue";
 import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
+import { MemoryHistory } from "../history/memoryHistory";
+import { readClaimHistory } from "../history/claimHistory";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../caps/totals/quotaStep";
 
 /** entries per part of a snapshot's text (a few ms of work each) */
@@ -137,8 +139,11 @@ export class MemoryStore implements AdmissionStore {
   private mutations = 0;
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
+  /** decision histories: not in the snapshot (a diagnosis, not state the caps depend on) */
+  private readonly history: MemoryHistory;
 
   constructor(private readonly clock: Clock = wallClock) {
+    this.history = new MemoryHistory(clock);
     this.sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
     this.sweeper.unref();
   }
@@ -240,6 +245,14 @@ export class MemoryStore implements AdmissionStore {
     return { cursor: next >= all.length ? "0" : String(next), entries: all.slice(from, next) };
   }
 
+  async appendHistory(appends: readonly HistoryAppend[], keep: number, ttlMs: number): Promise<Settled<number>[]> {
+    return this.history.append(appends, keep, ttlMs);
+  }
+
+  async readHistory(key: string, keep: number): Promise<string[]> {
+    return this.history.read(key, keep);
+  }
+
   state(): StoreState {
     return this.stateHolder.get();
   }
@@ -328,6 +341,8 @@ export class MemoryStore implements AdmissionStore {
         counters[i].count = r.held ? r.times.length : r.times.length + 1;
         this.write(request.key, spec, r.kept, now);
       });
+      const history = request.history === undefined ? undefined : readClaimHistory(request.history);
+      if (history) this.history.append([{ key: request.key, entry: `${now.toString(16)}${history.after}` }], history.keep, history.lifetimeMs);
     }
     return { allowed: !blocked, nowMs: now, counters };
   }
@@ -450,6 +465,7 @@ export class MemoryStore implements AdmissionStore {
 
   private sweep(): void {
     const now = this.clock();
+    this.history.sweep(now);
     for (const [key, hash] of this.counters) {
       if (hash.expiresAt <= now) this.counters.delete(key);
     }
