@@ -16,6 +16,8 @@ import { AdmissionMetrics } from "./metrics/admissionMetrics";
 import { RuleCacheStats } from "./rules/ruleCache";
 import { ThroughputLimiter } from "./throughput/throughputLimiter";
 import { withTimeout } from "./store/withTimeout";
+import { DecisionHistory } from "./history/decisionHistory";
+import type { CapRule } from "./rules/rules";
 
 /** How long an admin call made right after a deploy waits for PostgreSQL before answering 503. */
 export const ADMIN_WAIT_MS = 5000;
@@ -90,6 +92,8 @@ export class CapService {
   readonly sendRules: SendRules;
   /** its gates' outcomes and its send path's state, for `GET …/metrics` and the editor's sidebar */
   readonly metrics: AdmissionMetrics;
+  /** each recipient's last verdicts, for `GET …/history` and the sidebar's inspector */
+  readonly history: DecisionHistory;
 
   readonly rules: RulesProvider;
   private readonly releases: Lane<ReleaseRequest, ReleaseAnswer>;
@@ -123,11 +127,20 @@ export class CapService {
     });
     this.throughput = new ThroughputLimiter(this.access, settings.keyPrefix);
     this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
+    let historyLostSaid = false;
+    this.history = new DecisionHistory(store, {
+      keyPrefix: settings.keyPrefix, size: settings.historySize,
+      onLost: (entries, err) => {
+        // a diagnosis, not a msg: said once a deployment, counted in the metrics
+        if (!historyLostSaid) log.warn(`decision history: ${entries} verdict(s) not written (${err.message}); more may follow unsaid`);
+        historyLostSaid = true;
+      },
+    });
     const hmac = settings.hashRecipients && secrets.hmacSecret ? { hmacSecret: secrets.hmacSecret } : {};
     this.hmacSecret = hmac.hmacSecret;
     this.engine = new CapEngine({
       access: this.access,
-      rules: (org, channel) => this.rules.rulesFor(org, channel),
+      rules: (org, channel) => this.historyLearns(this.rules.rulesFor(org, channel)),
       keyPrefix: settings.keyPrefix,
       exemptTiers: settings.exemptTiers,
       leaseMs: settings.leaseSeconds * 1000,
@@ -168,6 +181,19 @@ export class CapService {
    */
   async adminReady(timeoutMs = ADMIN_WAIT_MS): Promise<void> {
     await this.rules.whenReady?.(timeoutMs);
+  }
+
+  /** Rules a send is judged by, seen by the history on their way: it lives as long as the longest window. */
+  private historyLearns(rules: readonly CapRule[] | Promise<readonly CapRule[]>): readonly CapRule[] | Promise<readonly CapRule[]> {
+    if (!this.history.enabled) return rules;
+    if (!(rules instanceof Promise)) {
+      this.history.sawRules(rules);
+      return rules;
+    }
+    return rules.then((list) => {
+      this.history.sawRules(list);
+      return list;
+    });
   }
 
   isExempt(tier: string | undefined): boolean {
@@ -214,6 +240,7 @@ export class CapService {
     await this.deferrals.close();
     // unspent total-cap slots go back to the pool while the store is still open
     await this.engine.totals.close();
+    await withTimeout(this.history.close(), DRAIN_MS, undefined);
     this.heldQueues.close?.();
     // the last save, after every one asked for (an opt-out written as it closes): the next deployment reads the file next
     await this.stateFile?.close().catch((err: Error) => this.log.warn(`memory store: could not save ${String(this.env.memoryStateFile)}: ${err.message}`));

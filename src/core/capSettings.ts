@@ -3,9 +3,10 @@ import type { FailMode } from "./store/storeAccess";
 import { englishMessages } from "./schema/catalog";
 import type { Translate } from "./schema/messages";
 import {
-  DEFAULT_MAX_QUEUED, isAbsent, keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
+  DEFAULT_MAX_QUEUED, isAbsent, historySizeProblem, keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, pgTableProblem, redisNodesProblem, redisUrlProblem, splitList,
   stringListProblem, timeoutProblem,
 } from "./settingsChecks";
+import { DEFAULT_HISTORY_SIZE, MAX_HISTORY_SIZE } from "./history/decisionHistory";
 
 export type StoreKind = "memory" | "redis" | "redis-cluster";
 
@@ -31,6 +32,7 @@ export interface RawCapSettings {
   maxQueued?: unknown;
   overloadMode?: unknown;
   leaseSeconds?: unknown;
+  historySize?: unknown;
 }
 
 export interface CapSettings {
@@ -56,6 +58,8 @@ export interface CapSettings {
   overloadMode: FailMode;
   /** total caps: a lease on a shared counter lapses after this long without renewal, its unspent slots back in the pool */
   leaseSeconds: number;
+  /** the last verdicts kept per recipient (the admin API's history); 0 keeps none */
+  historySize: number;
 }
 
 /** The problems of a deploy check, each `<property>: <the dialog's own text>`. */
@@ -117,6 +121,9 @@ export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessa
   problems.add("leaseSeconds", leaseSecondsProblem(raw.leaseSeconds, t));
   const leaseSeconds = isAbsent(raw.leaseSeconds) ? 10 : Number(raw.leaseSeconds);
 
+  problems.add("historySize", historySizeProblem(raw.historySize, t));
+  const historySize = isAbsent(raw.historySize) ? DEFAULT_HISTORY_SIZE : Number(raw.historySize);
+
   const store = oneOf("store", raw.store, ["memory", "redis", "redis-cluster"] as const, "memory", problems);
   if (store === "redis") problems.add("redisUrl", redisUrlProblem(raw.redisUrl, t));
   if (store === "redis-cluster") problems.add("redisNodes", redisNodesProblem(raw.redisNodes, t));
@@ -143,6 +150,7 @@ export function readCapSettings(raw: RawCapSettings, t: Translate = englishMessa
     maxQueued: Number.isInteger(maxQueued) && maxQueued >= 1 ? maxQueued : DEFAULT_MAX_QUEUED,
     overloadMode: oneOf("overloadMode", raw.overloadMode, ["closed", "open"] as const, "closed", problems),
     leaseSeconds: Number.isInteger(leaseSeconds) && leaseSeconds >= 1 && leaseSeconds <= 3600 ? leaseSeconds : 10,
+    historySize: Number.isInteger(historySize) && historySize >= 0 && historySize <= MAX_HISTORY_SIZE ? historySize : DEFAULT_HISTORY_SIZE,
   };
   if (settings.rulesSource === "postgres") problems.add("pgTable", pgTableProblem(settings.pgTable, t));
   return { settings, problems: problems.list };

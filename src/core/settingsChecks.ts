@@ -84,6 +84,13 @@ export function timeoutProblem(value: unknown, t: Translate): string | null {
   return Number.isFinite(n) && n > 0 ? null : t(`${K}.timeout`);
 }
 
+/** Entries of decision history kept per recipient: 0 (off) to 100 (src/core/history/decisionHistory.ts MAX_HISTORY_SIZE). */
+export function historySizeProblem(value: unknown, t: Translate): string | null {
+  if (isAbsent(value)) return null;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 0 && n <= 100 ? null : t(`${K}.historySize`);
+}
+
 export function leaseSecondsProblem(value: unknown, t: Translate): string | null {
   if (isAbsent(value)) return null;
   const n = Number(value);

@@ -110,11 +110,15 @@ export default function register(RED: NodeAPI): void {
         return Promise.reject(err);
       }
       if (read instanceof Promise) return read.then((sendData) => claimFor(msg, turn, service, sendData));
+      const stamp = turn.historyStamp();
+      if (stamp !== undefined) read.historyStamp = stamp;
       service.engine.claimTo(read, new ClaimVerdict(msg, turn, service, read));
       return undefined;
     }
 
     function claimFor(msg: AdmittedMsg, turn: Turn, service: CapService, sendData: Send): Promise<void> {
+      const stamp = turn.historyStamp();
+      if (stamp !== undefined) sendData.historyStamp = stamp;
       return service.engine.claim(sendData).then((decision) => decided(msg, turn, service, sendData, decision));
     }
 
@@ -128,6 +132,7 @@ export default function register(RED: NodeAPI): void {
       const admission = capAdmission(decision, msg.admission, admissionContext);
       if (admission.status !== "allowed") return refuse(msg, turn, service, sendData, decision, admission);
       msg.admission = admission;
+      if (decision.kind === "allowed" && decision.historyKept) turn.historyKept();
       if (decision.kind === "fail_open") status.failOpen();
       else status.allowed();
       if (decision.kind === "allowed" && admission.shadow) countShadowRefusals(decision);
@@ -217,7 +222,7 @@ export default function register(RED: NodeAPI): void {
       if (settings.mode === "check") return check(msg, turn, service);
       if (settings.mode === "release") return release(msg, turn, service);
       return claim(msg, turn, service);
-    });
+    }, { noVerdicts: gate.settings?.mode === "check" });
   }
 
   RED.nodes.registerType(GATE, FrequencyCapGate);

@@ -76,6 +76,6 @@ declare global {
     editableList(method: "empty"): JQuery;
     editableList(method: "items"): JQuery;
     editableList(method: "getItemAt", index: number): unknown;
-    spinner(options: { min?: number }): JQuery;
+    spinner(options: { min?: number; max?: number }): JQuery;
   }
 }

@@ -16,6 +16,7 @@ import { GateOutlet } from "./outlet";
 import type { ReceiveHooks } from "./transit";
 import type { Outputs } from "./outputs";
 import { MsgTurn, type Done, type Turn, type TurnShared } from "./turn";
+import { VerdictLog } from "./verdictLog";
 
 export type { Turn } from "./turn";
 
@@ -47,6 +48,8 @@ export interface ServeOptions {
   releaseTiming?: { minSleepMs?: number; steady?: boolean };
   /** more to stop on close, after the releases stopped and before the store closes */
   cleanups?: readonly Cleanup[];
+  /** its msgs leave with no verdict worth a recipient's history (a check's answer) */
+  noVerdicts?: boolean;
 }
 
 /**
@@ -128,11 +131,12 @@ export class Gate<S> {
   serve(handle: Handler<S>, options: ServeOptions = {}): void {
     const { node, service, status, counts, outlet } = this;
     const order = new OutputOrder();
-    const shared: TurnShared = { outlet, counts, status, leave: () => intake.leave() };
     const working = service !== undefined && this.problem === undefined ? service : undefined;
+    const verdicts = working?.history.enabled && !options.noVerdicts ? new VerdictLog(working, node.id, this.kind.type) : undefined;
+    const shared: TurnShared = { outlet, counts, status, leave: () => intake.leave(), verdicts };
     const settings = this.settings as S;
     const intake = new Intake<NodeMessageInFlow, Done>((msg, done) => {
-      const turn = new MsgTurn(shared, order.place(), done);
+      const turn = new MsgTurn(shared, order.place(), msg, done);
       let handled: Promise<void> | undefined;
       try {
         handled = working ? handle(msg, turn, working, settings) : Promise.reject(this.problem ?? new Error("cap-config: its store is closed"));
@@ -179,9 +183,9 @@ export class Gate<S> {
     };
     return [
       service.deferrals.register(node.id, handler, options.releaseTiming),
-      service.deferrals.onSize(node.id, (size) => {
+      service.deferrals.onSize(node.id, (size, nextDueAt) => {
         status.holding(size);
-        counts?.holding(size);
+        counts?.holding(size, nextDueAt);
       }),
     ];
   }

@@ -5,6 +5,7 @@ import type { GateStatus } from "./status";
 import type { Whose } from "./parking";
 import type { GateOutlet } from "./outlet";
 import type { Outputs } from "./outputs";
+import type { VerdictLog } from "./verdictLog";
 
 export type Done = (err?: Error) => void;
 
@@ -20,6 +21,10 @@ export interface Turn {
    * so neither counted nor kept for the next deployment
    */
   answer(reply: NodeMessage): void;
+  /** what a claim carries so the store writes its allowed verdict in the recipient's history (undefined: no history) */
+  historyStamp(): string | undefined;
+  /** the store wrote this msg's verdict in the history already (with its claim): not noted again as it leaves */
+  historyKept(): void;
   /**
    * the msg is done (with `err`, it goes to Catch): for a handler that
    * returned no promise, which must call it exactly once; the gate calls it
@@ -35,6 +40,8 @@ export interface TurnShared {
   status: GateStatus;
   /** the gate's intake, told when a msg is done so the next one in line begins */
   leave(): void;
+  /** where its verdicts are noted for their recipients' history (none: off, or a gate whose answers are no verdicts) */
+  verdicts: VerdictLog | undefined;
 }
 
 /**
@@ -44,15 +51,31 @@ export interface TurnShared {
  */
 export class MsgTurn implements Turn {
   private whose: Whose | undefined;
+  private sent = false;
+  /** its verdict is in the history already */
+  private kept = false;
 
   constructor(
     private readonly shared: TurnShared,
     private readonly place: Place,
+    /** the msg, for its verdict should it be held rather than sent */
+    private readonly msg: NodeMessage,
     /** the runtime's done for this msg */
     private readonly done: Done,
   ) {}
 
+  historyStamp(): string | undefined {
+    return this.shared.verdicts?.claimStamp();
+  }
+
+  historyKept(): void {
+    this.kept = true;
+  }
+
   send(out: Outputs): void {
+    this.sent = true;
+    // noted as it is decided: once sent, a later gate may write its own verdict on the same msg
+    if (this.whose && this.shared.verdicts && !this.kept) this.shared.verdicts.sent(out, this.whose);
     // judged as the msg really leaves: one waiting for its recipient's earlier msgs may leave after close began
     if (this.place.waiting) this.place.emit(() => this.leaveBy(out));
     else this.leaveBy(out);
@@ -69,6 +92,8 @@ export class MsgTurn implements Turn {
 
   /** The handler has finished (with `err`, the msg goes to Catch): at the msg's turn, done, and the next one begins. */
   end(err?: Error): void {
+    // ended with nothing sent and no error: the gate held it
+    if (!err && !this.sent && !this.kept && this.whose && this.shared.verdicts) this.shared.verdicts.note(this.msg, this.whose);
     // to Catch before the recipient's later msgs leave
     if (this.place.waiting) {
       this.place.leave(() => this.finish(err));

@@ -79,6 +79,8 @@ export function oneditprepare(this: EditorNode): void {
   if (node.maxQueued === undefined || node.maxQueued === "") $("#node-config-input-maxQueued").val(DEFAULT_MAX_QUEUED);
   $("#node-config-input-leaseSeconds").spinner({ min: 1 });
   if (node.leaseSeconds === undefined || node.leaseSeconds === "") $("#node-config-input-leaseSeconds").val(10);
+  $("#node-config-input-historySize").spinner({ min: 0, max: 100 });
+  if (node.historySize === undefined || node.historySize === "") $("#node-config-input-historySize").val(0);
   prepareToggles(node, () => dialog?.json.resize());
   $("#node-config-input-exemptTiersText").val(listText(node.exemptTiers, ["P0"]));
   $("#node-config-input-channelsText").val(listText(node.channels, []));

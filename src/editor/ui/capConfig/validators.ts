@@ -1,6 +1,6 @@
 import { deployProblem } from "../../model/ruleChecks";
 import {
-  keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, parkedRulesProblem, pgTableProblem, redisNodesProblem, redisUrlProblem,
+  historySizeProblem, keyPrefixProblem, leaseSecondsProblem, maxQueuedProblem, oneOfProblem, parkedRulesProblem, pgTableProblem, redisNodesProblem, redisUrlProblem,
   stringListProblem, timeoutProblem,
 } from "../../../core/settingsChecks";
 import { t, verdict } from "../i18n";
@@ -37,6 +37,7 @@ export const capConfigValidators: Record<string, Validator> = {
   timeoutMs: check((v) => timeoutProblem(v, t)),
   maxQueued: check((v) => maxQueuedProblem(v, t)),
   leaseSeconds: check((v) => leaseSecondsProblem(v, t)),
+  historySize: check((v) => historySizeProblem(v, t)),
   exemptTiers: check((v) => stringListProblem(v, t)),
   channels: check((v) => stringListProblem(v, t)),
   hashRecipients: check(function (v) {
