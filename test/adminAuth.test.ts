@@ -68,7 +68,7 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
     for (const [method, path] of [["GET", "/frequency-cap/caps/caps"], ["POST", "/frequency-cap/caps/caps"], ["GET", "/frequency-cap/caps/suppressions"],
       ["POST", "/frequency-cap/caps/suppressions"], ["DELETE", "/frequency-cap/caps/suppressions"], ["GET", "/frequency-cap/caps/usage"],
       ["GET", "/frequency-cap/caps/totals"], ["PUT", "/frequency-cap/caps/caps/one"], ["DELETE", "/frequency-cap/caps/caps/one"], ["GET", "/frequency-cap/caps/metrics"],
-      ["GET", "/frequency-cap/caps/held"], ["GET", "/frequency-cap/caps/held?recipient=r"]] as const) {
+      ["GET", "/frequency-cap/caps/held"], ["GET", "/frequency-cap/caps/held?recipient=r"], ["GET", "/frequency-cap/caps/history?recipient=r"]] as const) {
       assert.equal((await call(method, path)).status, 401, `${method} ${path}`);
     }
   });
@@ -81,6 +81,7 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
       assert.equal((await call("GET", "/frequency-cap/caps/totals", bearer)).status, 200, user);
       assert.equal((await call("GET", "/frequency-cap/caps/held", bearer)).status, 200, user);
       assert.equal((await call("GET", "/frequency-cap/caps/held?recipient=r", bearer)).status, 200, user);
+      assert.equal((await call("GET", "/frequency-cap/caps/history?recipient=r", bearer)).status, 200, user);
       // Node-RED answers a missing permission with 401 (editor-api auth), not 403
       assert.equal((await call("POST", "/frequency-cap/caps/suppressions", bearer, { recipient: `by-${user}` })).status, 401, user);
       assert.equal((await call("DELETE", "/frequency-cap/caps/suppressions?recipient=r", bearer)).status, 401, user);
@@ -103,6 +104,7 @@ describe("admin API permissions in a real Node-RED with adminAuth", function () 
     assert.equal((await call("GET", "/frequency-cap/caps/usage?recipient=r&channel=sms", await token("flowreader"))).status, 401);
     assert.equal((await call("GET", "/frequency-cap/caps/totals", await token("flowreader"))).status, 401);
     assert.equal((await call("GET", "/frequency-cap/caps/held?recipient=r", await token("flowreader"))).status, 401, "no frequency-cap.read, no held msgs");
+    assert.equal((await call("GET", "/frequency-cap/caps/history?recipient=r", await token("flowreader"))).status, 401, "no frequency-cap.read, no history");
     assert.equal((await call("GET", "/frequency-cap/nope/metrics", await token("capreader"))).status, 404, "an unknown cap-config");
   });
 

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { NodeAPI } from "node-red";
 import { registerCapRoutes } from "./adminApi/capRoutes";
 import { registerHeldRoutes } from "./adminApi/heldRoutes";
+import { registerHistoryRoutes } from "./adminApi/historyRoutes";
 import { registerMetricsRoutes } from "./adminApi/metricsRoutes";
 import { AdmissionFeed } from "./sidebar/admissionFeed";
 import { registerSuppressionRoutes } from "./adminApi/suppressionRoutes";
@@ -48,6 +49,7 @@ export default function register(RED: NodeAPI): void {
   registerSuppressionRoutes(RED);
   registerMetricsRoutes(RED);
   registerHeldRoutes(RED);
+  registerHistoryRoutes(RED);
 
   RED.nodes.registerType<CapConfigNode, CapConfigDef, Record<string, never>, CapCredentials>("cap-config", CapConfig, {
     credentials: {

@@ -31,7 +31,7 @@ const inject = (id: string, y: number, recipient: string) => ({
 });
 const FLOW = [
   { id: "tab1", type: "tab", label: "Sends" },
-  { id: "caps", type: "cap-config", name: "demo caps", store: "memory", rules: RULES },
+  { id: "caps", type: "cap-config", name: "demo caps", store: "memory", rules: RULES, historySize: 10 },
   inject("send-alice", 80, "alice"),
   inject("send-bob", 140, "bob"),
   { id: "sup", type: "suppression-gate", z: "tab1", name: "opt-outs", x: 330, y: 110, config: "caps", duplicateWindow: 0, wires: [["cap"], []] },
@@ -178,6 +178,14 @@ describe("the Admission sidebar in Chromium [browser]", function () {
     const shadow = page.locator(".sendgate-admission-cap[data-cap='one-trial']");
     assert.match(await shadow.locator(".sendgate-admission-cap-head").innerText(), /one-trial shadow/);
     assert.match(await shadow.locator(".sendgate-admission-cap-text").innerText(), /^1 of 1 · remaining 0 · would refuse; free in/);
+    // under the caps, alice's last verdicts at every gate, newest first: 5 at the suppression gate, 2 allowed and 3 skipped at the cap
+    const verdicts = page.locator(".sendgate-admission-recipient[data-lines='history'] .sendgate-admission-line");
+    await verdicts.first().waitFor({ timeout: 10_000 });
+    const lines = await verdicts.allInnerTexts();
+    assert.equal(lines.length, 10, lines.join("\n"));
+    assert.equal(lines.filter((l) => / skipped · frequency_capped \(two-an-hour\) · retry in (59 min|1 h)/.test(l)).length, 3, lines.join("\n"));
+    assert.equal(await page.locator(".sendgate-admission-recipient[data-lines='history'] .sendgate-admission-line[data-outcome='allowed']").count(), 7);
+    assert.equal(await page.locator(".sendgate-admission-recipient[data-lines='held']").count(), 0, "nothing held for alice: no held list");
 
     await page.locator(".red-ui-notification").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
     const target = picture("admission-sidebar.png");

@@ -1,7 +1,4 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import throughputGate from "../../src/nodes/throughputGate";
 import { heldMsgId } from "../../src/core/hold/heldIds";
@@ -11,8 +8,9 @@ import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import { clearOfPeriodEnd } from "../support/calendarClock";
 import { storeFields } from "../support/chainFlow";
 import { Collector, flowNode, gateNodes, helper, TAB } from "../support/nodeRed";
-import { sleep, uniquePrefix } from "../support/redis";
+import { sleep } from "../support/redis";
 import { STORE_KINDS, SuiteStore } from "../support/suiteStore";
+import { apiSuiteHooks } from "../support/apiSuite";
 
 interface GatesBody {
   gates: { gate: string; count: number; next_due_at: string | null }[];
@@ -64,22 +62,7 @@ for (const kind of STORE_KINDS) {
     // one cap-config's defer queue sits in one cluster slot by design
     const store = new SuiteStore(kind, { spread: false });
     store.hooks();
-    let keyPrefix: string;
-    // a user dir per test: the memory store keeps its counters and held msgs there, under the cap-config's id
-    let userDir: string | undefined;
-    before(() => helper.startServer());
-    after(() => helper.stopServer());
-    beforeEach(() => {
-      keyPrefix = uniquePrefix(`held-${kind}`);
-      userDir = mkdtempSync(join(tmpdir(), "sendgate-held-api-"));
-      helper.settings({ userDir });
-    });
-    afterEach(async () => {
-      await helper.unload();
-      await store.drop(keyPrefix);
-      helper.settings({ userDir: undefined });
-      if (userDir !== undefined) rmSync(userDir, { recursive: true, force: true });
-    });
+    const prefix = apiSuiteHooks(store, "held");
 
     /** cap-config "cfg" with a frequency-cap-gate "cap" (calendar day, 5 each, defer) and a quiet-hours-gate "quiet" (in its window, defer). */
     async function deploy(window: { start: string; end: string }, config: Record<string, unknown> = {}, credentials: Record<string, string> = {}): Promise<void> {
@@ -87,7 +70,7 @@ for (const kind of STORE_KINDS) {
       await helper.load([...gateNodes, quietHoursGate], [
         TAB,
         {
-          id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix, timeoutMs: 5000, ...config,
+          id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix: prefix(), timeoutMs: 5000, ...config,
           rules: [{ id: "daily", scope: "channel", channel: "sms", max_count: 5, window_seconds: 86400, window_type: "calendar_day", disposition: "defer" }],
         },
         flowNode({ id: "cap", type: "frequency-cap-gate", config: "cfg", deferMax: 2 * 86400, jitter: 0, wires: [["allowed"], ...wired.wires] }),
@@ -173,6 +156,16 @@ for (const kind of STORE_KINDS) {
         ],
       });
 
+      // the sidebar's feed tells each gate's next due too (read with its size)
+      const service = (helper.getNode("cfg") as unknown as CapConfigNode).service;
+      assert.ok(service);
+      for (const row of body.gates) {
+        const snapshotOf = (): { heldNow: number; nextDueAt: number | null } => service.metrics.gate(row.gate, row.gate === "cap" ? "frequency-cap-gate" : "quiet-hours-gate").snapshot();
+        const started = Date.now();
+        while (snapshotOf().heldNow !== row.count && Date.now() - started < 10_000) await sleep(50);
+        assert.deepEqual([snapshotOf().heldNow, snapshotOf().nextDueAt], [row.count, Date.parse(row.next_due_at as string)], row.gate);
+      }
+
       const recipient = RECIPIENTS[3] as string;
       // the org is part of whose it is; a recipient with nothing held has an empty list
       assert.deepEqual(((await getHeld({ recipient, org: "globex" })).body as HeldBody).held, []);
@@ -193,7 +186,7 @@ for (const kind of STORE_KINDS) {
     it("a throughput-gate's paced msgs: counted under it, and listed for their recipient (kept as is, keyed as the store keys it) as paced", async () => {
       await helper.load([...gateNodes, throughputGate], [
         TAB,
-        { id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix, timeoutMs: 5000, hashRecipients: true, rules: [] },
+        { id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix: prefix(), timeoutMs: 5000, hashRecipients: true, rules: [] },
         flowNode({ id: "tp", type: "throughput-gate", config: "cfg", rate: 1, interval: 60, burst: 1, keyType: "channel", maxWait: 600, wires: [["allowed"], ["skipped"], ["deferred"]] }),
         flowNode({ id: "allowed", type: "helper" }), flowNode({ id: "skipped", type: "helper" }), flowNode({ id: "deferred", type: "helper" }),
       ], { cfg: { hmacSecret: SECRET } });

@@ -6,6 +6,7 @@ import { activity, summarize, totals, type FeedBucket } from "../../src/editor/s
 import { gateProblems, type EditorConfig, type EditorGate } from "../../src/editor/sidebar/model/health";
 import { configNames } from "../../src/editor/sidebar/model/names";
 import { formatSeconds, refusal, usageRows, type SidebarTranslate } from "../../src/editor/sidebar/model/words";
+import { heldLines, historyLines, historyOff } from "../../src/editor/sidebar/model/recipientRows";
 import { ROOT } from "../support/nodeRedProcess";
 
 const catalog = JSON.parse(readFileSync(join(ROOT, "plugins", "locales", "en-US", "admission-sidebar.json"), "utf8")) as { admission: unknown };
@@ -107,6 +108,36 @@ describe("editor plugin: the Admission sidebar's model (src/editor/sidebar/model
 
   it("writes waits as people read them", () => {
     assert.deepEqual([0, 5, 75, 3600, 3660, 90_000, null].map((s) => formatSeconds(s, t)), ["0 s", "5 s", "1 min 15 s", "1 h", "1 h 1 min", "1 d 1 h", "never"]);
+  });
+
+  it("words a recipient's verdicts and held msgs from the history and held APIs", () => {
+    const history = {
+      enabled: true,
+      entries: [
+        { at: "2026-12-05T09:00:02.000Z", gate: "cap", outcome: "skipped", reason: "frequency_capped", cap_ids: ["daily", "weekly"], retry_after_seconds: 3700 },
+        { at: "2026-12-05T09:00:01.000Z", gate: "cap", outcome: "allowed", cap_ids: ["daily"] },
+        { at: "2026-12-05T09:00:00.000Z", gate: "quiet", outcome: "deferred", reason: "quiet_hours", retry_after_seconds: null },
+        { at: "2026-12-05T08:59:00.000Z", gate: "sup", outcome: "something new" },
+      ],
+    };
+    assert.deepEqual(historyLines(history, t).map((l) => [l.gate, l.outcome, l.text]), [
+      ["cap", "skipped", "skipped · frequency_capped (daily, weekly) · retry in 1 h 1 min"],
+      ["cap", "allowed", "allowed · daily"],
+      ["quiet", "deferred", "deferred · quiet_hours"],
+      ["sup", "allowed", "allowed"],
+    ]);
+    assert.equal(historyOff(history), false);
+    assert.equal(historyOff({ enabled: false, entries: [] }), true);
+    assert.deepEqual(historyLines(null, t), []);
+    const now = Date.parse("2026-12-05T09:00:00.000Z");
+    const held = { held: [
+      { gate: "quiet", due_at: "2026-12-05T15:00:00.000Z", reason: "quiet_hours", deferrals: 1 },
+      { gate: "cap", due_at: "2026-12-05T09:01:30.000Z", reason: "frequency_capped", deferrals: 3 },
+    ] };
+    assert.deepEqual(heldLines(held, now, t).map((l) => [l.gate, l.text]), [
+      ["cap", "frequency_capped · due in 1 min 30 s · deferred 3 times"],
+      ["quiet", "quiet_hours · due in 6 h"],
+    ], "soonest first");
   });
 
   describe("a gate's problems", () => {

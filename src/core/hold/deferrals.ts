@@ -67,6 +67,16 @@ interface Running {
   queue: DeferQueue;
 }
 
+/** Told a gate's queue's size and its next due msg (ms since epoch; null: none held). */
+export type SizeListener = (held: number, nextDueAt: number | null) => void;
+
+interface HeldSize {
+  held: number;
+  nextDueAt: number | null;
+  listeners: Set<SizeListener>;
+  refreshing?: boolean;
+}
+
 /**
  * A cap-config's held msgs: a durable queue per gate, and per gate running
  * here a poller that takes what is due (each msg exactly once across the
@@ -80,7 +90,7 @@ export class Deferrals {
   /** gates that ran in this process (firstUse was called for them) */
   private readonly used = new Set<string>();
   private readonly queues = new Map<string, DeferQueue>();
-  private readonly sizes = new Map<string, { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean }>();
+  private readonly sizes = new Map<string, HeldSize>();
   private readonly timers: NodeJS.Timeout[] = [];
   /** gates that held msgs in this process: they say they run here (a gate that never held has nothing to orphan) */
   private readonly holding = new Set<string>();
@@ -397,11 +407,11 @@ export class Deferrals {
     return [...new Set([...this.running.keys(), ...this.queues.keys(), ...elsewhere])].sort();
   }
 
-  /** How many msgs a gate's queue holds (told now, and whenever it changes). */
-  onSize(gate: string, listener: (held: number) => void): () => void {
+  /** How many msgs a gate's queue holds, and when the next is due (told now, and whenever either changes). */
+  onSize(gate: string, listener: SizeListener): () => void {
     const size = this.sizeOf(gate);
     size.listeners.add(listener);
-    listener(size.held);
+    listener(size.held, size.nextDueAt);
     return () => size.listeners.delete(listener);
   }
 
@@ -498,10 +508,10 @@ export class Deferrals {
     }
   }
 
-  private sizeOf(gate: string): { held: number; listeners: Set<(held: number) => void>; refreshing?: boolean } {
+  private sizeOf(gate: string): HeldSize {
     let size = this.sizes.get(gate);
     if (!size) {
-      size = { held: 0, listeners: new Set() };
+      size = { held: 0, nextDueAt: null, listeners: new Set() };
       this.sizes.set(gate, size);
     }
     return size;
@@ -513,11 +523,15 @@ export class Deferrals {
 
   private async refreshSize(gate: string): Promise<void> {
     try {
-      const held = await this.queueOf(gate).size();
+      const queue = this.queueOf(gate);
+      const held = await queue.size();
       const size = this.sizeOf(gate);
-      if (held === size.held) return;
+      // a second read only while some are held, and someone shows it
+      const nextDueAt = held > 0 && size.listeners.size > 0 ? await queue.nextDueAt() : null;
+      if (held === size.held && nextDueAt === size.nextDueAt) return;
       size.held = held;
-      for (const listener of size.listeners) listener(held);
+      size.nextDueAt = nextDueAt;
+      for (const listener of size.listeners) listener(held, nextDueAt);
     } catch {
       // the store's own errors are reported where sends meet them
     }

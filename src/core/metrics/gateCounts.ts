@@ -44,6 +44,8 @@ export interface GateSnapshot {
   type: string;
   /** msgs this gate holds in the defer queue now (as last read) */
   heldNow: number;
+  /** when the next of them is due, ms since epoch (null: none held) */
+  nextDueAt: number | null;
   /** every msg that left an output, by output and reason */
   left: { output: GateOutput; reason: string; count: number }[];
   errors: { reason: string; count: number }[];
@@ -71,6 +73,8 @@ export class GateCounts {
   readonly shadow = new Map<string, ShadowCount>();
   /** msgs this gate's defer queue holds, as last read */
   heldNow = 0;
+  /** when its next held msg is due, ms since epoch; null: none held */
+  nextDueAt: number | null = null;
   private readonly recent: CountsBucket[] = [];
   /** the bucket in use and when it ends */
   private current: CountsBucket | undefined;
@@ -115,10 +119,11 @@ export class GateCounts {
     this.version++;
   }
 
-  /** How many msgs this gate's defer queue holds now. */
-  holding(count: number): void {
-    if (count === this.heldNow) return;
+  /** How many msgs this gate's defer queue holds now, and when the next of them is due. */
+  holding(count: number, nextDueAt: number | null = null): void {
+    if (count === this.heldNow && nextDueAt === this.nextDueAt) return;
     this.heldNow = count;
+    this.nextDueAt = nextDueAt;
     this.version++;
   }
 
@@ -128,6 +133,7 @@ export class GateCounts {
       id: this.id,
       type: this.type,
       heldNow: this.heldNow,
+      nextDueAt: this.nextDueAt,
       left: [...this.left].flatMap(([output, byReason]) => [...byReason].map(([reason, count]) => ({ output, reason, count }))),
       errors: [...this.errors].map(([reason, count]) => ({ reason, count })),
       held: [...this.held].map(([reason, count]) => ({ reason, count })),

@@ -1,21 +1,9 @@
 import type { NodeAPI } from "node-red";
 import { heldByGate, heldMatching, holderMatcher } from "../../core/hold/heldListing";
-import { boundedTextProblem } from "../../core/send";
-import { HttpError, route, serviceOf, type AdminRequest } from "./http";
+import { HttpError, queryText, route, serviceOf } from "./http";
 
 /** The gates that hold msgs: listed while deployed, even with none held (any other gate only while its queue holds some, parked msgs). */
 const HOLDING_TYPES: ReadonlySet<string> = new Set(["frequency-cap-gate", "quiet-hours-gate", "throughput-gate"]);
-
-/** A query text: absent (undefined), or one non-blank text within the send field bounds; 400 naming the field otherwise. */
-function queryText(req: AdminRequest, field: "recipient" | "org"): string | undefined {
-  if (!Object.hasOwn(req.query, field)) return undefined;
-  const value = req.query[field];
-  if (typeof value !== "string") throw new HttpError(400, `${field}: must be given once, as text`);
-  if (value.trim() === "") throw new HttpError(400, `${field}: must not be blank`);
-  const problem = boundedTextProblem(value);
-  if (problem !== undefined) throw new HttpError(400, `${field}: ${problem}`);
-  return value;
-}
 
 /**
  * GET /frequency-cap/:config/held (SPEC §6): per gate of the cap-config that

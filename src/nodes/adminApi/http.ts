@@ -2,6 +2,7 @@ import type { NodeAPI } from "node-red";
 import type { CapService } from "../../core/capService";
 import { SendFieldError, StoreUnavailableError } from "../../core/errors";
 import { RulesUnavailableError } from "../../core/rules/errors";
+import { boundedTextProblem } from "../../core/send";
 import type { CapConfigNode } from "../gate/capConfigNode";
 
 /** The slice of express's request and response the admin routes use. */
@@ -35,6 +36,17 @@ export function serviceOf(RED: NodeAPI, req: AdminRequest): CapService {
   }
   if (!config.service) throw new HttpError(409, `cap-config "${req.params.config}" is not usable: ${config.problem?.message ?? "closed"}`);
   return config.service;
+}
+
+/** A query text: absent (undefined), or one non-blank text within the send field bounds; 400 naming the field otherwise. */
+export function queryText(req: AdminRequest, field: "recipient" | "org"): string | undefined {
+  if (!Object.hasOwn(req.query, field)) return undefined;
+  const value = req.query[field];
+  if (typeof value !== "string") throw new HttpError(400, `${field}: must be given once, as text`);
+  if (value.trim() === "") throw new HttpError(400, `${field}: must not be blank`);
+  const problem = boundedTextProblem(value);
+  if (problem !== undefined) throw new HttpError(400, `${field}: ${problem}`);
+  return value;
 }
 
 /** A text body (CSV) that the admin app's JSON parser left alone. */

@@ -19,6 +19,8 @@ export interface GateView {
   feed: FeedGate | null;
   summary: WindowSummary | null;
   heldNow: number;
+  /** when its next held msg is due, on the editor's clock (ms); null: none held, or not known */
+  nextDueAt?: number | null;
   /** msgs in the window plus those held now: 0 is idle */
   activity: number;
   disabled: boolean;

@@ -30,6 +30,8 @@ export interface FeedGate {
   id: string;
   type: string;
   heldNow?: number;
+  /** when the gate's next held msg is due, the runtime's ms since epoch */
+  nextDueAt?: number | null;
   left?: readonly { output: string; reason: string; count: number }[];
   errors?: readonly { reason: string; count: number }[];
   shadow?: readonly FeedShadow[];

@@ -1,6 +1,6 @@
 import { shadowTotals, totals } from "../model/feed";
 import type { GateView } from "../model/arrange";
-import type { SidebarTranslate } from "../model/words";
+import { formatSeconds, type SidebarTranslate } from "../model/words";
 import { sparkline, stat } from "./dom";
 
 /** What a row needs of the editor: to show a gate on the canvas. */
@@ -76,7 +76,10 @@ export function gateRow(gate: GateView, ctx: RowContext): JQuery {
   const extra: string[] = [];
   if (summary.failOpen > 0) extra.push(t("failOpen", { count: summary.failOpen }));
   if (summary.held > 0) extra.push(t("held", { count: summary.held }));
-  if (gate.heldNow > 0) extra.push(t("holding", { count: gate.heldNow }));
+  if (gate.heldNow > 0) {
+    extra.push(t("holding", { count: gate.heldNow }));
+    if (typeof gate.nextDueAt === "number") extra.push(t("nextDue", { wait: formatSeconds(Math.max(0, Math.ceil((gate.nextDueAt - Date.now()) / 1000)), t) }));
+  }
   if (extra.length > 0) $('<div class="sendgate-admission-extra"></div>').text(extra.join(" · ")).appendTo(row);
   for (const s of shadowTotals(gate.feed)) {
     $('<div class="sendgate-admission-shadow"></div>').attr("data-cap", s.cap_id)

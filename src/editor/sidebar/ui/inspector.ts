@@ -1,4 +1,5 @@
 import { formatSeconds, refusal, usageRows, type SidebarTranslate } from "../model/words";
+import { heldLines, historyLines, historyOff, type RecipientLine } from "../model/recipientRows";
 
 /** The channels SPEC §2 names, offered as the channel input's suggestions. */
 const CHANNELS = ["sms", "whatsapp", "email", "voice", "rcs", "viber", "line", "messenger", "instagram", "push", "telegram", "in_app"];
@@ -17,10 +18,12 @@ interface UsageBody {
 
 /**
  * Pick a cap-config, type a recipient (org, channel) and every cap that
- * applies shows as a bar: it reads `GET frequency-cap/:config/usage` with the
- * editor's own login. Enter in any field inspects, as the button does.
+ * applies shows as a bar, then the msgs held for the recipient and its last
+ * verdicts at every gate: it reads `GET frequency-cap/:config/usage`, `…/held`
+ * and `…/history` with the editor's own login. Enter in any field inspects, as
+ * the button does. `gateLabel` names a gate by its node id.
  */
-export function createInspector(t: SidebarTranslate): Inspector {
+export function createInspector(t: SidebarTranslate, gateLabel: (id: string) => string): Inspector {
   const element = $('<div class="sendgate-admission-inspector"></div>');
   const configSelect = $('<select class="sendgate-admission-config"></select>');
   const recipientInput = $('<input type="text" class="sendgate-admission-recipient">').attr("placeholder", t("placeholder.recipient"));
@@ -60,6 +63,20 @@ export function createInspector(t: SidebarTranslate): Inspector {
     }
   }
 
+  /** A titled list of lines (held msgs, verdicts), each with its gate's name and time. */
+  function showLines(kind: "held" | "history", lines: readonly RecipientLine[], empty: string | undefined): void {
+    if (lines.length === 0 && empty === undefined) return;
+    const box = $('<div class="sendgate-admission-recipient"></div>').attr("data-lines", kind).appendTo(result);
+    $('<div class="sendgate-admission-usage-head"></div>').text(t(kind === "held" ? "heldList.head" : "history.head")).appendTo(box);
+    if (lines.length === 0) $('<div class="sendgate-admission-empty"></div>').text(empty ?? "").appendTo(box);
+    for (const line of lines) {
+      const time = Number.isFinite(line.at) ? new Date(line.at).toLocaleTimeString() : "";
+      $('<div class="sendgate-admission-line"></div>').attr("data-outcome", line.outcome)
+        .append($("<span class=\"sendgate-admission-line-time\"></span>").text(time), " ", $("<b></b>").text(gateLabel(line.gate)), " ", $("<span></span>").text(line.text))
+        .appendTo(box);
+    }
+  }
+
   function showRefusal(text: string): void {
     result.empty();
     $('<div class="sendgate-admission-refusal"></div>').text(text).appendTo(result);
@@ -79,8 +96,24 @@ export function createInspector(t: SidebarTranslate): Inspector {
       return;
     }
     result.empty().append($('<div class="sendgate-admission-empty"></div>').text(t("reading")));
-    $.ajax({ url: `frequency-cap/${encodeURIComponent(config)}/usage`, data: query, dataType: "json", cache: false })
-      .done((body: UsageBody & { caps?: unknown[] }) => showUsage(body))
+    const base = `frequency-cap/${encodeURIComponent(config)}`;
+    const whose: Record<string, string> = { recipient: query.recipient };
+    if (org) whose.org = org;
+    // the three at once; the held msgs and verdicts show under the caps, and only if the caps could be read
+    const read = (path: string, data: Record<string, string>): JQuery.jqXHR => $.ajax({ url: `${base}/${path}`, data, dataType: "json", cache: false });
+    const held = read("held", whose);
+    const history = read("history", whose);
+    read("usage", query)
+      .done((body: UsageBody & { caps?: unknown[] }) => {
+        showUsage(body);
+        held.done((heldBody: { complete?: boolean; scanned?: number }) => {
+          const lines = heldLines(heldBody, Date.now(), t);
+          showLines("held", lines, undefined);
+          if (heldBody.complete === false) $('<div class="sendgate-admission-empty"></div>').text(t("heldList.partial", { scanned: heldBody.scanned ?? 0 })).appendTo(result);
+        }).always(() => {
+          history.done((historyBody: unknown) => showLines("history", historyLines(historyBody, t), t(historyOff(historyBody) ? "history.off" : "history.none")));
+        });
+      })
       .fail((xhr: JQuery.jqXHR) => showRefusal(refusal(xhr.status, xhr.responseJSON, t)));
   }
 

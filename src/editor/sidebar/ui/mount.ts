@@ -92,7 +92,10 @@ export function mount(RED: SidebarRed): { remove(): void } {
   $('<label class="sendgate-admission-busy-label"></label>').append(busyOnly, " ", $("<span></span>").text(t("filter.busyOnly"))).appendTo(toolbar);
   const drawn = $('<div class="sendgate-admission-drawn"></div>').appendTo(lists);
 
-  const inspector = createInspector(t);
+  const inspector = createInspector(t, (id) => {
+    const node = RED.nodes.node(id);
+    return node ? labelOf(node) : id;
+  });
   const inspectorBox = $('<div class="sendgate-admission-inspector-box"></div>').appendTo(content);
   const inspectorHead = $('<div class="sendgate-admission-section"></div>').append($("<span></span>").text(t("inspector"))).appendTo(inspectorBox);
   inspectorBox.append(inspector.element);
@@ -146,6 +149,7 @@ export function mount(RED: SidebarRed): { remove(): void } {
         id: n.id, type: n.type, label: editorGate.label, tab: editorGate.tab, configName,
         problems: gateProblems(editorGate, configById, configName, t),
         feed: received?.data ?? null, summary, heldNow, activity: activity(summary, heldNow),
+        nextDueAt: received && typeof received.data.nextDueAt === "number" ? received.data.nextDueAt + received.offset : null,
         disabled: editorGate.disabled, changed: editorGate.changed,
       });
     });
