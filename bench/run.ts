@@ -19,7 +19,7 @@ import { endpointOf } from "./redis/endpoint";
 import { countKeys, dropKeys, runPrefix } from "./redis/keys";
 import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } from "./report/summary";
 import { adPathTable } from "./report/adPathTable";
-import { burstName, burstTable, type BurstReport } from "./report/burstTable";
+import { burstName, burstTable, historyCostLines, type BurstReport } from "./report/burstTable";
 import { campaignTable } from "./report/campaignTable";
 import { coreTables } from "./report/coreTable";
 import { deferTable } from "./report/deferTable";
@@ -134,9 +134,11 @@ async function main(): Promise<void> {
         + `msgs/s: the median of ${MEASURED} measured bursts after them (each to recipients of its own), its CPU and verdicts beside it; `
         + `cap-config defaults (timeoutMs 50, maxQueued 1,500,000); raw: redis-benchmark -P 1 EVALSHA of one ${settings.burstCaps}-cap claim, the mean of runs right before and right after the row${rawCpuNote(burstRows)}; `
         + "CPU µs/msg: over the drain, this process's (Node-RED, the gate, the bench's tally) and Redis's main thread's (INFO cpu); "
-        + `-ss${YOUNG_GEN_MB}: the same rows in a Node started with ${YOUNG_GEN_FLAGS.join(" ")} (a larger young generation, docs/internals.md "Bursts")`);
+        + `-ss${YOUNG_GEN_MB}: the same rows in a Node started with ${YOUNG_GEN_FLAGS.join(" ")} (a larger young generation, docs/internals.md "Bursts"); `
+        + "-hist10: the row before it again with a decision history of 10 per recipient (historySize 10; the default keeps none)");
       console.log("");
       console.log(burstTable(burstRows));
+      for (const line of historyCostLines(burstRows)) console.log(line);
       for (const line of warmUpFaults(burstRows)) console.log(line);
       if (burstRows.some((r) => failures(r.verdicts) + failures(r.warmUp) > 0)) process.exitCode = 1;
     }

@@ -34,6 +34,8 @@ export interface BurstRow {
   nodeCpuUsPerMsg: number;
   /** Redis's CPU per msg while draining, µs (Redis rows) */
   redisCpuUsPerMsg?: number;
+  /** true: the cap-config kept a decision history (historySize 10), the twin of the row with the default (none) */
+  history: boolean;
 }
 
 export interface BurstOptions {
@@ -46,6 +48,8 @@ export interface BurstOptions {
   seed: number;
   /** Redis's CPU seconds so far (Redis rows): read before and after the drain */
   redisCpu?: () => Promise<number>;
+  /** true: historySize 10 (the default keeps none) */
+  history?: boolean;
 }
 
 /** unmeasured bursts of the row's size each row drains first, on recipients of their own */
@@ -77,7 +81,8 @@ interface Sample {
  */
 export async function runBurst(red: EmbeddedRed, completions: Completions, options: BurstOptions): Promise<BurstRow> {
   const scenario = { name: `burst-${options.store}-${options.caps}cap`, store: options.store, rulesSource: "inline" as const, rules: capsOf(options.caps) };
-  const flow = gateFlow(scenario, options.keyPrefix, { keyPrefix: options.keyPrefix, redisUrl: options.redisUrl });
+  const history = options.history === true;
+  const flow = gateFlow(scenario, options.keyPrefix, { keyPrefix: options.keyPrefix, redisUrl: options.redisUrl, ...(history ? { historySize: 10 } : {}) });
   const { gate } = await deployGate(red, flow);
   const warmUps: { verdicts: Verdicts; drainMs: number }[] = [];
   for (let w = 0; w < WARM_UPS; w++) {
@@ -92,7 +97,7 @@ export async function runBurst(red: EmbeddedRed, completions: Completions, optio
   const median = byRate[Math.floor(byRate.length / 2)];
   const others = [...warmUps.map((w) => w.verdicts), ...samples.filter((x) => x !== median).map((x) => x.verdicts)];
   return {
-    store: options.store, caps: options.caps, msgs: options.msgs, drainMs: median.drainMs, msgsPerSec: median.perSec,
+    store: options.store, caps: options.caps, msgs: options.msgs, history, drainMs: median.drainMs, msgsPerSec: median.perSec,
     minPerSec: byRate[0].perSec, maxPerSec: byRate[byRate.length - 1].perSec,
     verdicts: median.verdicts, peakHeapMb: Math.max(...samples.map((x) => x.peakHeap)) / 2 ** 20,
     nodeCpuUsPerMsg: median.nodeCpuUs,

@@ -61,17 +61,21 @@ export async function gateBurstRows(ctx: Omit<BurstContext, "endpoint" | "sha">,
   const { settings, prefix, progress } = ctx;
   const caps = settings.burstCaps;
   const rows: BurstRow[] = [];
+  const largest = Math.max(...settings.bursts);
   for (const msgs of settings.bursts) {
     for (const store of ["memory", "redis"] as const) {
-      const keyPrefix = `${prefix}-burst-${store}-${msgs}`;
-      progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps`);
-      const row = await runBurst(ctx.red, ctx.completions, {
-        store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed,
-        ...(store === "redis" ? { redisCpu: () => redisCpuSeconds(ctx.redis) } : {}),
-      });
-      if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
-      rows.push(row);
-      await measured?.(row);
+      // the largest burst also with a decision history, right after: the history's cost is the pair's ratio
+      for (const history of msgs === largest ? [false, true] : [false]) {
+        const keyPrefix = `${prefix}-burst-${store}-${msgs}${history ? "-hist10" : ""}`;
+        progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps${history ? ", history of 10" : ""}`);
+        const row = await runBurst(ctx.red, ctx.completions, {
+          store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed, history,
+          ...(store === "redis" ? { redisCpu: () => redisCpuSeconds(ctx.redis) } : {}),
+        });
+        if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
+        rows.push(row);
+        await measured?.(row);
+      }
     }
   }
   return rows;

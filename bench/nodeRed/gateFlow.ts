@@ -14,6 +14,8 @@ export interface GateFlowOptions {
   timeoutMs?: number;
   /** where a postgres scenario's cap-config reads its rules (`pgUrl`, `pgTable` as `schema.table`) */
   pg?: { url: string; table: string };
+  /** cap-config `historySize`: absent, the default */
+  historySize?: number;
 }
 
 /** One tab: a cap-config and a frequency-cap-gate whose three outputs go nowhere. */
@@ -39,6 +41,7 @@ export function gateFlow(scenario: Scenario, tag: string, options: GateFlowOptio
           : { rulesSource: "inline", rules: scenario.rules }),
         failMode: "open",
         ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(options.historySize !== undefined ? { historySize: options.historySize } : {}),
       },
       {
         id: gateId,
