@@ -10,11 +10,10 @@ import { waitedMs } from "./waitClock";
  * blocks the loop for seconds, during which no answer could be read. It
  * must stay above a call's honest wait behind the calls sent before it on a
  * busy box (every gate's lanes in flight on one master, the process busy
- * running their answers on), which a burst through four gates, or a
- * campaign of a million msgs, on a 3-master cluster on two cores takes past
- * a second, now and then past three (bench/README.md)
+ * running their answers on), which a burst through four gates on a
+ * 3-master cluster on two cores takes past a second
  */
-const CEILING_TIMEOUTS = 120;
+const CEILING_TIMEOUTS = 60;
 
 /**
  * A sent store call under a timeout that measures the store, not this
