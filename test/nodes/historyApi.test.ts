@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
-import { recipientToken } from "../../src/core/caps/keys";
-import { historyKey, MIN_HISTORY_TTL_MS } from "../../src/core/history/decisionHistory";
+import { capCounterKey, recipientToken } from "../../src/core/caps/keys";
+import { MIN_HISTORY_TTL_MS } from "../../src/core/history/decisionHistory";
 import type { CapConfigNode } from "../../src/nodes/gate/capConfigNode";
 import { storeFields } from "../support/chainFlow";
 import { Collector, flowNode, gateNodes, helper, TAB } from "../support/nodeRed";
@@ -130,7 +130,7 @@ for (const kind of STORE_KINDS) {
       let checked = 0;
       for (const { client } of store.masters()) {
         try {
-          const key = historyKey(prefix(), "default", ALICE);
+          const key = capCounterKey(prefix(), "default", ALICE);
           // on a cluster, only the master that holds its slot lists it
           const [, found] = await client.scan("0", "MATCH", key.replace(/[[\]{}*?\\]/g, (c) => `\\${c}`), "COUNT", 100_000);
           if (found.length === 0) continue;
@@ -155,8 +155,8 @@ for (const kind of STORE_KINDS) {
       assert.equal((await history(ALICE)).entries.length, 12, "read by the address, kept by its HMAC");
       const service = (helper.getNode("cfg") as unknown as CapConfigNode).service;
       assert.ok(service);
-      assert.deepEqual(await service.store.readHistory(historyKey(prefix(), "default", ALICE), 20), [], "nothing under the address");
-      assert.equal((await service.store.readHistory(historyKey(prefix(), "default", recipientToken(ALICE, SECRET)), 20)).length, 12);
+      assert.deepEqual(await service.store.readHistory(capCounterKey(prefix(), "default", ALICE), 20), [], "nothing under the address");
+      assert.equal((await service.store.readHistory(capCounterKey(prefix(), "default", recipientToken(ALICE, SECRET)), 20)).length, 12);
       let lists = 0;
       for (const { client } of store.masters()) {
         try {
@@ -190,7 +190,7 @@ for (const kind of STORE_KINDS) {
       assert.equal(alice.enabled, false);
       assert.deepEqual(alice.entries, []);
       const service = (helper.getNode("cfg") as unknown as CapConfigNode).service;
-      assert.deepEqual(await service?.store.readHistory(historyKey(prefix(), "default", ALICE), 20), []);
+      assert.deepEqual(await service?.store.readHistory(capCounterKey(prefix(), "default", ALICE), 20), []);
     });
 
     it("answers 400 naming the field without a recipient, 404 for an unknown cap-config", async () => {

@@ -20,15 +20,6 @@ export const MIN_HISTORY_TTL_MS = DAY_MS;
 /** A lifetime cap never expires, its history does: bounded keys. */
 export const MAX_HISTORY_TTL_MS = 31 * DAY_MS;
 
-/**
- * Where a recipient's decision history is kept: its counter hash
- * (`<prefix>:{<org>|<recipient>}:c`), in a field no cap counter can have
- * (lua/history/append.lua).
- */
-export function historyKey(prefix: string, org: string, recipientToken: string): string {
-  return capCounterKey(prefix, org, recipientToken);
-}
-
 /** How long a rule's counts matter: its window (a calendar period's longest length). */
 export function ruleSpanMs(rule: Pick<CapRule, "window_type" | "window_seconds">): number {
   switch (rule.window_type) {
@@ -117,7 +108,8 @@ export class DecisionHistory {
       this.lost(1, this.tooMany ??= new Error(`more than ${this.maxPending} verdicts waiting to be written`));
       return;
     }
-    this.pending.push({ key: historyKey(this.options.keyPrefix, org, recipientToken), entry });
+    // the history is kept in the recipient's counter hash (lua/lib/counter_entries.lua historyWrites)
+    this.pending.push({ key: capCounterKey(this.options.keyPrefix, org, recipientToken), entry });
     if (this.timer === undefined) {
       this.timer = setTimeout(() => void this.flush(), this.flushMs);
       this.timer.unref();
@@ -127,7 +119,7 @@ export class DecisionHistory {
   /** A recipient's history, newest first: what was noted and not yet written too. */
   async read(org: string, recipientToken: string): Promise<HistoryEntry[]> {
     await this.flush();
-    const texts = await this.store.readHistory(historyKey(this.options.keyPrefix, org, recipientToken), this.options.size);
+    const texts = await this.store.readHistory(capCounterKey(this.options.keyPrefix, org, recipientToken), this.options.size);
     const entries: HistoryEntry[] = [];
     for (let i = texts.length - 1; i >= 0; i--) {
       const entry = decodeEntry(texts[i]);

@@ -41,8 +41,8 @@ export function decodeKeyPart(text: string): string {
  * An entry as the store keeps it: `at|gate type|gate|outcome|reason|caps|retry`,
  * its time in hex ms, the gate type, outcome and reason by their place in a
  * fixed list and every free text key-encoded (so it holds no `|` or `,`):
- * about 50 bytes, so it fits a small Redis hash's 64-byte values (lua/lib/counter_entries.lua
- * historyWrites), where JSON would take three times that.
+ * short enough to fit a small Redis hash's values (lua/lib/counter_entries.lua
+ * historyWrites), which JSON would not.
  */
 export function encodeEntry(entry: HistoryEntry): string {
   return entryText(entry.at, entry.gate_type, entry.gate, entry.outcome, entry.reason, entry.cap_ids, entry.retry_after_seconds);

@@ -2,8 +2,8 @@ import type { HistoryAppend } from "../store/admissionStore";
 
 /**
  * Recipients whose history a memory store keeps: those written last. Each
- * holds at most the cap-config's history size of ~50-byte entries, so this
- * bounds the history's heap to a few tens of MB however many recipients send.
+ * holds at most the cap-config's history size of short entries, so this
+ * bounds the history's heap however many recipients send.
  */
 export const MEMORY_HISTORY_RECIPIENTS = 20_000;
 
