@@ -7,6 +7,7 @@ import type {
 import { entryTail, RECORD_TOKEN } from "../core/store/counterEntry";
 import { FirstConnection } from "./firstConnection";
 import { HeardFrom } from "./heardFrom";
+import { guardConnect } from "./connectGuard";
 import { StateHolder } from "../core/store/stateEmitter";
 import { withScripts } from "./scripts";
 import { clusterSeeds, quitRedis } from "./connection";
@@ -78,7 +79,8 @@ function connectionOptions(password: string | undefined): RedisOptions {
     // a send must not wait behind reconnects: fail it and let the fail mode decide
     maxRetriesPerRequest: 0,
     enableOfflineQueue: true,
-    connectTimeout: 2000,
+    // guardConnect times the attempts, after the loop has read the connects a blocked loop kept waiting
+    connectTimeout: 0,
     retryStrategy: reconnectDelay,
   };
 }
@@ -408,8 +410,16 @@ export class RedisStore implements AdmissionStore {
     withScripts(this.client);
     this.firstConnection = new FirstConnection(options.connectGraceMs ?? CONNECT_GRACE_MS, (ready) => this.client.once("ready", ready));
     // a cluster's masters one by one, as `slots` names them (host:port): a call to one is timed by that master's silence
-    if (this.client instanceof Cluster) this.client.on("+node", (node: Redis) => this.heard.watch(node, `${node.options.host}:${node.options.port}`));
-    else this.heard.watch(this.client);
+    if (this.client instanceof Cluster) {
+      this.client.on("+node", (node: Redis) => {
+        guardConnect(node);
+        this.heard.watch(node, `${node.options.host}:${node.options.port}`);
+      });
+      this.client.on("-node", (node: Redis) => this.heard.forget(node, `${node.options.host}:${node.options.port}`));
+    } else {
+      guardConnect(this.client);
+      this.heard.watch(this.client);
+    }
     this.client.on("ready", () => {
       this.everReady = true;
       this.stateHolder.set("ready");
