@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { decodeEntry, encodeEntry, type HistoryEntry } from "../../src/core/history/historyEntry";
+import { decodeEntry, encodeEntry, entryText, gateTag, MAX_ENTRY_BYTES, type HistoryEntry } from "../../src/core/history/historyEntry";
+import { claimHistoryText, claimStamp, readClaimHistory } from "../../src/core/history/claimHistory";
+import type { ApplicableCap } from "../../src/core/caps/decisions";
 import { DecisionHistory } from "../../src/core/history/decisionHistory";
 import { MemoryStore } from "../../src/core/store/memoryStore";
 import { verdictText } from "../../src/core/history/verdictText";
@@ -7,7 +9,7 @@ import { verdictText } from "../../src/core/history/verdictText";
 describe("decision history entries", () => {
   it("read back what was written, whatever the ids hold", () => {
     const entries: HistoryEntry[] = [
-      { at: 1_765_000_000_123, gate: "a1b2.c3", gate_type: "frequency-cap-gate", outcome: "skipped", reason: "frequency_capped", cap_ids: ["__proto__", "a|b,c", "ünï cödé %u41"], retry_after_seconds: 3600 },
+      { at: 1_765_000_000_123, gate: "a1b2.c3", gate_type: "frequency-cap-gate", outcome: "skipped", reason: "frequency_capped", cap_ids: ["__proto__", "a|b,c", "ü%u41"], retry_after_seconds: 3600 },
       { at: 1, gate: "g", gate_type: "suppression-gate", outcome: "allowed" },
       { at: 2, gate: "g", gate_type: "a-gate-of-later-days", outcome: "deferred", reason: "quiet_hours", retry_after_seconds: null },
       { at: 3, gate: "g", gate_type: "throughput-gate", outcome: "recorded", reason: "fail_open" },
@@ -17,6 +19,32 @@ describe("decision history entries", () => {
       assert.doesNotMatch(text, /\n/);
       assert.deepEqual(decodeEntry(text), entry, text);
     }
+  });
+
+  it("keeps every entry within 64 bytes: a gate id past 16 chars as its tag, the caps that do not fit counted", () => {
+    const longGate = "a-gate-id-of-a-generated-flow-that-is-long";
+    const caps = ["cap-one-with-long-id", "cap-two-with-long-id", "cap-three-with-long-id"];
+    const text = entryText(1_765_000_000_123, "frequency-cap-gate", longGate, "skipped", "frequency_capped", caps, 86_400);
+    assert.ok(text.length <= MAX_ENTRY_BYTES, `${text.length}: ${text}`);
+    const entry = decodeEntry(text);
+    assert.equal(entry?.gate, gateTag(longGate));
+    assert.notEqual(gateTag(longGate), gateTag(`${longGate}2`));
+    assert.deepEqual(entry?.cap_ids, caps.slice(0, 1));
+    assert.equal(entry?.cap_ids_left_out, 2);
+    assert.equal(entry?.retry_after_seconds, 86_400, "the parts after the caps are whole");
+    // no room for even one: all counted
+    const cut = decodeEntry(entryText(1, "frequency-cap-gate", "g", "allowed", undefined, ["x".repeat(60), "y"], undefined));
+    assert.equal(cut?.cap_ids, undefined);
+    assert.equal(cut?.cap_ids_left_out, 2);
+    // a Node-RED id (16 hex digits) and caps that fit are kept whole
+    const whole = decodeEntry(entryText(1, "frequency-cap-gate", "0123456789abcdef", "allowed", undefined, ["daily", "weekly"], undefined));
+    assert.deepEqual([whole?.gate, whole?.cap_ids, whole?.cap_ids_left_out], ["0123456789abcdef", ["daily", "weekly"], undefined]);
+    // an allowed claim's text, written by the store with its clock before it, is bounded alike
+    const stamp = claimStamp(10, 86_400_000, "frequency-cap-gate", longGate);
+    const claimed = claimHistoryText(stamp, caps.map((id) => ({ rule: { id } }) as unknown as ApplicableCap));
+    const stored = `${(1_765_000_000_123).toString(16)}${readClaimHistory(claimed)?.after ?? ""}`;
+    assert.ok(stored.length <= MAX_ENTRY_BYTES, `${stored.length}: ${stored}`);
+    assert.equal(decodeEntry(stored)?.cap_ids_left_out, 2);
   });
 
   it("skips text that is no entry", () => {

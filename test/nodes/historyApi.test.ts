@@ -13,7 +13,7 @@ interface HistoryBody {
   recipient: string;
   size: number;
   enabled: boolean;
-  entries: { at: string; gate: string; gate_type: string; gate_name?: string; outcome: string; reason?: string; cap_ids?: string[]; retry_after_seconds?: number | null }[];
+  entries: { at: string; gate: string; gate_type: string; gate_name?: string; outcome: string; reason?: string; cap_ids?: string[]; cap_ids_left_out?: number; retry_after_seconds?: number | null }[];
 }
 
 const SECRET = "history-api-pepper";
@@ -181,6 +181,57 @@ for (const kind of STORE_KINDS) {
         }
       }
       if (kind !== "memory") assert.equal(lists, 1 + CROWD.length + 2, "a history in the counter hash of every recipient judged by a gate");
+    });
+
+    it("keeps each entry within a small hash's 64-byte values: a long gate id as its tag, caps past the room counted", async () => {
+      // ids as a generated flow may have them: the gate's 40 chars, four caps of 30 a claim takes slots in
+      const gate = "campaign-gate-for-the-spring-sale-2027-x";
+      const capIds = ["per-recipient-daily-limit-sms", "per-recipient-weekly-limit-sms", "per-recipient-monthly-limit-sm", "per-recipient-yearly-limit-sms"];
+      await helper.load(gateNodes, [
+        TAB,
+        {
+          id: "cfg", type: "cap-config", ...storeFields(store), keyPrefix: prefix(), timeoutMs: 5000, historySize: 5,
+          rules: capIds.map((id, i) => ({ id, scope: "channel", channel: "sms", max_count: 2 + i, window_seconds: 3600 * (i + 1) })),
+        },
+        flowNode({ id: gate, type: "frequency-cap-gate", name: "spring sale", config: "cfg", wires: [["allowed"], ["skipped"], ["deferred"]] }),
+        flowNode({ id: "allowed", type: "helper" }), flowNode({ id: "skipped", type: "helper" }), flowNode({ id: "deferred", type: "helper" }),
+      ]);
+      const out = new Collector(["allowed", "skipped", "deferred"]);
+      const gateNode = helper.getNode(gate);
+      assert.ok(gateNode);
+      for (let k = 0; k < 4; k++) gateNode.receive({ recipient: ALICE, channel: "sms", messageId: `long-${k}` } as never);
+      await out.until(4, 30_000);
+      const alice = await history(ALICE);
+      assert.deepEqual(alice.entries.map((e) => e.outcome).sort(), ["allowed", "allowed", "skipped", "skipped"]);
+      for (const e of alice.entries) {
+        assert.equal(e.gate, gate, "the tag read back as the deployed gate's id");
+        assert.equal(e.gate_name, "spring sale");
+        const listed = e.cap_ids ?? [];
+        if (e.outcome === "allowed") {
+          assert.ok(listed.length < capIds.length && listed.length + (e.cap_ids_left_out ?? 0) === capIds.length, JSON.stringify(e));
+          assert.deepEqual(listed, capIds.slice(0, listed.length), "the first caps, whole");
+        } else {
+          assert.deepEqual(listed, [capIds[0]], "the cap that refused it");
+        }
+      }
+      const service = (helper.getNode("cfg") as unknown as CapConfigNode).service;
+      const stored = await service?.store.readHistory(capCounterKey(prefix(), "default", ALICE), 5);
+      assert.equal(stored?.length, 4);
+      for (const entry of stored ?? []) assert.ok(entry.length <= 64, `${entry.length} bytes: ${entry}`);
+      let checked = 0;
+      for (const { client } of store.masters()) {
+        try {
+          const key = capCounterKey(prefix(), "default", ALICE);
+          // on a cluster, only the master that holds its slot lists it
+          const [, found] = await client.scan("0", "MATCH", key.replace(/[[\]{}*?\\]/g, (c) => `\\${c}`), "COUNT", 100_000);
+          if (found.length === 0) continue;
+          assert.equal(await client.object("ENCODING", key), "listpack", "the recipient's hash stays small");
+          checked++;
+        } finally {
+          await client.quit();
+        }
+      }
+      assert.equal(checked, kind === "memory" ? 0 : 1, "the hash found on its master");
     });
 
     it("historySize 0 keeps none and says so", async () => {

@@ -13,7 +13,7 @@ export type HistoryOutcome = "allowed" | "skipped" | "deferred" | "recorded" | "
 export interface HistoryEntry {
   /** ms since epoch */
   at: number;
-  /** the gate's node id */
+  /** the gate's node id; one longer than Node-RED's own ids is kept as its tag (gateTag) */
   gate: string;
   /** the gate's node type */
   gate_type: string;
@@ -21,6 +21,8 @@ export interface HistoryEntry {
   reason?: AdmissionReason;
   /** refused: the caps that refused it; allowed by a cap gate: the caps it took a slot in */
   cap_ids?: string[];
+  /** caps the entry had no room for (capsText): cap_ids lists the others */
+  cap_ids_left_out?: number;
   retry_after_seconds?: number | null;
 }
 
@@ -48,16 +50,58 @@ export function encodeEntry(entry: HistoryEntry): string {
   return entryText(entry.at, entry.gate_type, entry.gate, entry.outcome, entry.reason, entry.cap_ids, entry.retry_after_seconds);
 }
 
-/** An entry's text from its parts (encodeEntry), made as a gate decides: no entry object on the way. */
+/**
+ * The most an entry holds, its time included. Redis keeps a small hash's
+ * values compact (a listpack) while each is at most 64 bytes
+ * (hash-max-listpack-value's default): one longer value turns the
+ * recipient's whole counter hash into a hashtable, several times its size
+ * and slower on every claim. Encoded parts are ASCII: a char is a byte.
+ */
+export const MAX_ENTRY_BYTES = 64;
+/** what may follow an entry's time: the time is 11 hex digits (until the year 2527) and a `|` */
+export const MAX_AFTER_TIME = MAX_ENTRY_BYTES - 12;
+/** a gate id longer than this (Node-RED's own are 16 hex digits) is kept as its tag (gateTag) */
+const MAX_GATE_ID = 16;
+/** starts a gate's tag and the count that ends a cut cap list: encodeKeyPart escapes `+`, so no id reads as either */
+const SHORTENED = "+";
+
+/** A long gate id's stand-in in an entry: `+` and its FNV-1a hash in base 36 (the API names the deployed gate it stands for). */
+export function gateTag(gate: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < gate.length; i++) hash = Math.imul(hash ^ gate.charCodeAt(i), 0x01000193);
+  return SHORTENED + (hash >>> 0).toString(36);
+}
+
+/**
+ * An entry's caps, key-encoded and comma-separated, in at most `room` chars:
+ * when they do not all fit, as many as fit and then `+<how many were left
+ * out>`. The caps that refused a send are rarely more than one; a claim of
+ * many caps with long ids is what gets cut.
+ */
+export function capsText(capIds: readonly string[], room: number): string {
+  let all = "";
+  for (let i = 0; i < capIds.length; i++) all += (i === 0 ? "" : ",") + encodeKeyPart(capIds[i]);
+  if (all.length <= room) return all;
+  let kept = "";
+  for (let i = 0; i < capIds.length; i++) {
+    const next = (i === 0 ? "" : `${kept},`) + encodeKeyPart(capIds[i]);
+    // with this cap kept, the count of those after it must still fit
+    if (next.length + `,${SHORTENED}${capIds.length - i - 1}`.length > room) return `${kept}${i === 0 ? "" : ","}${SHORTENED}${capIds.length - i}`;
+    kept = next;
+  }
+  return kept;
+}
+
+/** An entry's text from its parts (encodeEntry), made as a gate decides: no entry object on the way; at most MAX_ENTRY_BYTES. */
 export function entryText(
   at: number, gateType: string, gate: string, outcome: HistoryOutcome, reason: string | undefined,
   capIds: readonly string[] | undefined, retryAfterSeconds: number | null | undefined,
 ): string {
-  let caps = "";
-  if (capIds) for (let i = 0; i < capIds.length; i++) caps += (i === 0 ? "" : ",") + encodeKeyPart(capIds[i]);
   const retry = retryAfterSeconds === undefined ? "" : retryAfterSeconds === null ? "n" : String(retryAfterSeconds);
   const reasonIndex = reason === undefined ? -1 : REASONS.indexOf(reason as AdmissionReason);
-  return `${at.toString(16)}|${gatePart(gateType, gate)}|${OUTCOMES.indexOf(outcome)}|${reasonIndex < 0 ? "" : reasonIndex}|${caps}|${retry}`;
+  const head = `${gatePart(gateType, gate)}|${OUTCOMES.indexOf(outcome)}|${reasonIndex < 0 ? "" : reasonIndex}|`;
+  const caps = capIds ? capsText(capIds, MAX_AFTER_TIME - head.length - 1 - retry.length) : "";
+  return `${at.toString(16)}|${head}${caps}|${retry}`;
 }
 
 let lastGate = "";
@@ -68,7 +112,8 @@ let lastGatePart = "";
 export function gatePart(gateType: string, gate: string): string {
   if (gate !== lastGate || gateType !== lastType) {
     const type = (GATE_TYPES as readonly string[]).indexOf(gateType);
-    lastGatePart = `${type >= 0 ? type : encodeKeyPart(gateType)}|${encodeKeyPart(gate)}`;
+    const id = encodeKeyPart(gate);
+    lastGatePart = `${type >= 0 ? type : encodeKeyPart(gateType)}|${id.length > MAX_GATE_ID ? gateTag(gate) : id}`;
     lastGate = gate;
     lastType = gateType;
   }
@@ -87,7 +132,15 @@ export function decodeEntry(text: string): HistoryEntry | undefined {
   const entry: HistoryEntry = { at: atMs, gate: decodeKeyPart(gate), gate_type: GATE_TYPES[typeIndex] ?? decodeKeyPart(type), outcome: outcomeName };
   const reasonName = /^\d+$/.test(reason) ? REASONS[Number(reason)] : undefined;
   if (reasonName !== undefined) entry.reason = reasonName;
-  if (caps !== "") entry.cap_ids = caps.split(",").map(decodeKeyPart);
+  if (caps !== "") {
+    const ids = caps.split(",");
+    const last = ids[ids.length - 1];
+    if (last.startsWith(SHORTENED)) {
+      ids.pop();
+      entry.cap_ids_left_out = Number(last.slice(1)) || 0;
+    }
+    if (ids.length > 0) entry.cap_ids = ids.map(decodeKeyPart);
+  }
   if (retry === "n") entry.retry_after_seconds = null;
   else if (retry !== "" && Number.isFinite(Number(retry))) entry.retry_after_seconds = Number(retry);
   return entry;
