@@ -5,7 +5,7 @@ import { noVerdicts, sumVerdicts, tally, type Verdicts } from "../load/verdicts"
 import { collectGarbage } from "../../test/support/gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
-import { gateFlow } from "../nodeRed/gateFlow";
+import { gateFlow, type GateFlow } from "../nodeRed/gateFlow";
 import { CHANNEL, capsOf, type StoreKind } from "../scenarios";
 
 type SeqMsg = BenchMsg & { burstSeq?: number };
@@ -57,6 +57,12 @@ const WARM_UPS = 2;
 /** measured bursts after them, each on recipients of its own: the row is their median (this box's speed drifts ±15 % within a minute) */
 export const MEASURED = 3;
 
+/** One unmeasured burst's verdicts and drain. */
+interface WarmUp {
+  verdicts: Verdicts;
+  drainMs: number;
+}
+
 /** One measured burst's figures. */
 interface Sample {
   drainMs: number;
@@ -80,19 +86,57 @@ interface Sample {
  * one, with the slowest and the fastest beside it.
  */
 export async function runBurst(red: EmbeddedRed, completions: Completions, options: BurstOptions): Promise<BurstRow> {
-  const scenario = { name: `burst-${options.store}-${options.caps}cap`, store: options.store, rulesSource: "inline" as const, rules: capsOf(options.caps) };
   const history = options.history === true;
-  const flow = gateFlow(scenario, options.keyPrefix, { keyPrefix: options.keyPrefix, redisUrl: options.redisUrl, ...(history ? { historySize: 10 } : {}) });
-  const { gate } = await deployGate(red, flow);
-  const warmUps: { verdicts: Verdicts; drainMs: number }[] = [];
+  const { gate } = await deployGate(red, burstFlow(options, history));
+  const warmUps = await warmUp(gate, completions, options);
+  const samples: Sample[] = [];
+  for (let m = 0; m < MEASURED; m++) samples.push(await measuredBurst(gate, completions, options, m));
+  return rowOf(options, history, warmUps, samples);
+}
+
+/** the twins' turns, each a deploy of its own: off, on, on, off (ABBA) */
+const TWIN_TURNS = [false, true, true, false] as const;
+
+/**
+ * A row without a decision history and its twin with one of 10 (historySize
+ * 10), measured in turns, off, on, on, off, each turn a deploy of its own
+ * (the one before it and its store let go): each row is the median of its
+ * two turns' measured bursts. A row measured right after another inherits
+ * its heap and its Redis (measured one after the other, the second row of a
+ * pair ran up to a fifth slower than the first whatever it held); in ABBA
+ * turns neither gains from its place.
+ */
+export async function runBurstTwins(red: EmbeddedRed, completions: Completions, options: BurstOptions): Promise<[BurstRow, BurstRow]> {
+  const turns = { off: { warmUps: [] as WarmUp[], samples: [] as Sample[] }, on: { warmUps: [] as WarmUp[], samples: [] as Sample[] } };
+  for (const [turn, history] of TWIN_TURNS.entries()) {
+    const own: BurstOptions = { ...options, keyPrefix: `${options.keyPrefix}${history ? "-hist10" : ""}-t${turn}`, history };
+    const { gate } = await deployGate(red, burstFlow(own, history));
+    const into = history ? turns.on : turns.off;
+    into.warmUps.push(...await warmUp(gate, completions, own));
+    for (let m = 0; m < MEASURED; m++) into.samples.push(await measuredBurst(gate, completions, own, m));
+  }
+  return [rowOf(options, false, turns.off.warmUps, turns.off.samples), rowOf(options, true, turns.on.warmUps, turns.on.samples)];
+}
+
+function burstFlow(options: BurstOptions, history: boolean): GateFlow {
+  const scenario = { name: `burst-${options.store}-${options.caps}cap`, store: options.store, rulesSource: "inline" as const, rules: capsOf(options.caps) };
+  return gateFlow(scenario, options.keyPrefix, { keyPrefix: options.keyPrefix, redisUrl: options.redisUrl, ...(history ? { historySize: 10 } : {}) });
+}
+
+/** The unmeasured bursts a row drains first, on recipients of their own. */
+async function warmUp(gate: Node, completions: Completions, options: BurstOptions): Promise<WarmUp[]> {
+  const warmUps: WarmUp[] = [];
   for (let w = 0; w < WARM_UPS; w++) {
     const warmSource = new MsgSource({ tag: `${options.keyPrefix}-warm${w}`, recipients: options.recipients, recipientPrefix: `+178${w}`, channel: CHANNEL, seed: options.seed + 1 + w });
     const burst = Array.from({ length: options.msgs }, () => warmSource.next());
     collectGarbage();
     warmUps.push(await drainBurst(gate, completions, burst));
   }
-  const samples: Sample[] = [];
-  for (let m = 0; m < MEASURED; m++) samples.push(await measuredBurst(gate, completions, options, m));
+  return warmUps;
+}
+
+/** The row of the median measured burst (by msgs/s), with the slowest and fastest beside it. */
+function rowOf(options: BurstOptions, history: boolean, warmUps: WarmUp[], samples: Sample[]): BurstRow {
   const byRate = samples.slice().sort((a, b) => a.perSec - b.perSec);
   const median = byRate[Math.floor(byRate.length / 2)];
   const others = [...warmUps.map((w) => w.verdicts), ...samples.filter((x) => x !== median).map((x) => x.verdicts)];
@@ -101,7 +145,7 @@ export async function runBurst(red: EmbeddedRed, completions: Completions, optio
     minPerSec: byRate[0].perSec, maxPerSec: byRate[byRate.length - 1].perSec,
     verdicts: median.verdicts, peakHeapMb: Math.max(...samples.map((x) => x.peakHeap)) / 2 ** 20,
     nodeCpuUsPerMsg: median.nodeCpuUs,
-    firstBurstPerSec: options.msgs / ((warmUps[0] as { drainMs: number }).drainMs / 1000),
+    firstBurstPerSec: options.msgs / (warmUps[0].drainMs / 1000),
     warmUp: sumVerdicts(others),
     ...(median.redisCpuUs !== undefined ? { redisCpuUsPerMsg: median.redisCpuUs } : {}),
   };

@@ -4,7 +4,7 @@ import { dropKeys } from "../redis/keys";
 import type { BurstReport } from "../report/burstTable";
 import { redisCpuSeconds } from "../redis/redisCpu";
 import { capsOf } from "../scenarios";
-import { runBurst, type BurstRow } from "./measureBurst";
+import { runBurst, runBurstTwins, type BurstRow } from "./measureBurst";
 import { burstRowsInYoungGen } from "./youngGen";
 
 /** What the burst rows need of the run (they use no PostgreSQL) */
@@ -64,15 +64,17 @@ export async function gateBurstRows(ctx: Omit<BurstContext, "endpoint" | "sha">,
   const largest = Math.max(...settings.bursts);
   for (const msgs of settings.bursts) {
     for (const store of ["memory", "redis"] as const) {
-      // the largest burst also with a decision history, right after: the history's cost is the pair's ratio
-      for (const history of msgs === largest ? [false, true] : [false]) {
-        const keyPrefix = `${prefix}-burst-${store}-${msgs}${history ? "-hist10" : ""}`;
-        progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps${history ? ", history of 10" : ""}`);
-        const row = await runBurst(ctx.red, ctx.completions, {
-          store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed, history,
-          ...(store === "redis" ? { redisCpu: () => redisCpuSeconds(ctx.redis) } : {}),
-        });
-        if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
+      const keyPrefix = `${prefix}-burst-${store}-${msgs}`;
+      const options = {
+        store, caps, msgs, recipients: Math.max(1, Math.round(msgs / 2)), redisUrl: settings.redisUrl, keyPrefix, seed: settings.seed,
+        ...(store === "redis" ? { redisCpu: () => redisCpuSeconds(ctx.redis) } : {}),
+      };
+      // the largest burst also with a decision history, in turns with its twin without: the history's cost is the pair's ratio
+      const history = msgs === largest;
+      progress(`burst: ${msgs} msgs in one tick into a ${store} gate, ${caps} caps${history ? ", in turns with a twin keeping a history of 10" : ""}`);
+      const measuredRows = history ? await runBurstTwins(ctx.red, ctx.completions, options) : [await runBurst(ctx.red, ctx.completions, options)];
+      if (store === "redis") await dropKeys(ctx.redis, keyPrefix);
+      for (const row of measuredRows) {
         rows.push(row);
         await measured?.(row);
       }
