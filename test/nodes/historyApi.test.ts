@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type Redis from "ioredis";
 import quietHoursGate from "../../src/nodes/quietHoursGate";
 import { capCounterKey, recipientToken } from "../../src/core/caps/keys";
 import { MIN_HISTORY_TTL_MS } from "../../src/core/history/decisionHistory";
@@ -72,6 +73,23 @@ for (const kind of STORE_KINDS) {
       return new Collector(["allowed", "skipped", "deferred"]);
     }
 
+    /** Runs `check` on alice's counter hash on the Redis master that holds it (on a cluster, only that one lists it); nothing on memory. */
+    async function onAlicesHash(check: (client: Redis, key: string) => Promise<void>): Promise<void> {
+      let checked = 0;
+      const key = capCounterKey(prefix(), "default", ALICE);
+      for (const { client } of store.masters()) {
+        try {
+          const [, found] = await client.scan("0", "MATCH", key.replace(/[[\]{}*?\\]/g, (c) => `\\${c}`), "COUNT", 100_000);
+          if (found.length === 0) continue;
+          await check(client, key);
+          checked++;
+        } finally {
+          await client.quit();
+        }
+      }
+      assert.equal(checked, kind === "memory" ? 0 : 1, "the hash found on its master");
+    }
+
     /** One tick's burst: 5 sms each to alice and the crowd, 2 promos to dave, 1 to bob (opted out); 3 checks for carol. */
     async function burst(out: Collector): Promise<void> {
       const optOut = await helper.request().post("/frequency-cap/cfg/suppressions").send({ recipient: BOB, channel: "sms" });
@@ -127,26 +145,15 @@ for (const kind of STORE_KINDS) {
       await burst(out);
       const alice = await history(ALICE);
       assert.equal(alice.entries.length, 3);
-      let checked = 0;
-      for (const { client } of store.masters()) {
-        try {
-          const key = capCounterKey(prefix(), "default", ALICE);
-          // on a cluster, only the master that holds its slot lists it
-          const [, found] = await client.scan("0", "MATCH", key.replace(/[[\]{}*?\\]/g, (c) => `\\${c}`), "COUNT", 100_000);
-          if (found.length === 0) continue;
-          // the counter hash lives at least the history's lifetime (renewed to 1.5 of it), its history in one field
-          const ttl = await client.pttl(key);
-          assert.ok(ttl > MIN_HISTORY_TTL_MS && ttl <= 1.5 * MIN_HISTORY_TTL_MS, `ttl ${ttl}`);
-          // a ring of 3 slots beside the counters, and the slot the next goes in
-          const ring = await client.hmget(key, "|h", "|h0", "|h1", "|h2", "|h3");
-          assert.deepEqual(ring.map((v) => v !== null), [true, true, true, true, false], JSON.stringify(ring));
-          assert.ok(ring.every((v) => v === null || v.length <= 64), "each entry fits a small hash's value");
-          checked++;
-        } finally {
-          await client.quit();
-        }
-      }
-      assert.equal(checked, kind === "memory" ? 0 : 1, "the hash found on its master");
+      await onAlicesHash(async (client, key) => {
+        // the counter hash lives at least the history's lifetime (renewed to 1.5 of it), its history in one field
+        const ttl = await client.pttl(key);
+        assert.ok(ttl > MIN_HISTORY_TTL_MS && ttl <= 1.5 * MIN_HISTORY_TTL_MS, `ttl ${ttl}`);
+        // a ring of 3 slots beside the counters, and the slot the next goes in
+        const ring = await client.hmget(key, "|h", "|h0", "|h1", "|h2", "|h3");
+        assert.deepEqual(ring.map((v) => v !== null), [true, true, true, true, false], JSON.stringify(ring));
+        assert.ok(ring.every((v) => v === null || v.length <= 64), "each entry fits a small hash's value");
+      });
     });
 
     it("under hashRecipients keeps it by the recipient's HMAC: no address in any key or entry", async () => {
@@ -218,20 +225,9 @@ for (const kind of STORE_KINDS) {
       const stored = await service?.store.readHistory(capCounterKey(prefix(), "default", ALICE), 5);
       assert.equal(stored?.length, 4);
       for (const entry of stored ?? []) assert.ok(entry.length <= 64, `${entry.length} bytes: ${entry}`);
-      let checked = 0;
-      for (const { client } of store.masters()) {
-        try {
-          const key = capCounterKey(prefix(), "default", ALICE);
-          // on a cluster, only the master that holds its slot lists it
-          const [, found] = await client.scan("0", "MATCH", key.replace(/[[\]{}*?\\]/g, (c) => `\\${c}`), "COUNT", 100_000);
-          if (found.length === 0) continue;
-          assert.equal(await client.object("ENCODING", key), "listpack", "the recipient's hash stays small");
-          checked++;
-        } finally {
-          await client.quit();
-        }
-      }
-      assert.equal(checked, kind === "memory" ? 0 : 1, "the hash found on its master");
+      await onAlicesHash(async (client, key) => {
+        assert.equal(await client.object("ENCODING", key), "listpack", "the recipient's hash stays small");
+      });
     });
 
     it("historySize 0 keeps none and says so", async () => {
