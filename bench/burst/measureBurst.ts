@@ -102,9 +102,8 @@ const TWIN_TURNS = [false, true, true, false] as const;
  * 10), measured in turns, off, on, on, off, each turn a deploy of its own
  * (the one before it and its store let go): each row is the median of its
  * two turns' measured bursts. A row measured right after another inherits
- * its heap and its Redis (measured one after the other, the second row of a
- * pair ran up to a fifth slower than the first whatever it held); in ABBA
- * turns neither gains from its place.
+ * its heap and its Redis; in ABBA turns neither gains nor loses by its
+ * place.
  */
 export async function runBurstTwins(red: EmbeddedRed, completions: Completions, options: BurstOptions): Promise<[BurstRow, BurstRow]> {
   const turns = { off: { warmUps: [] as WarmUp[], samples: [] as Sample[] }, on: { warmUps: [] as WarmUp[], samples: [] as Sample[] } };

@@ -41,11 +41,6 @@ export class HeardFrom {
     });
   }
 
-  /** Stops following a connection the cluster dropped (ended, or replaced by a new one to the same master). */
-  forget(redis: Redis, node: string): void {
-    if (this.byNode.get(node)?.redis === redis) this.byNode.delete(node);
-  }
-
   /** When the connection to `node` last delivered anything (now while it is being opened); -Infinity when it never has or is not known. */
   of(node: string): number {
     const connection = this.byNode.get(node);

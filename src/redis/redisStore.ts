@@ -415,7 +415,6 @@ export class RedisStore implements AdmissionStore {
         guardConnect(node);
         this.heard.watch(node, `${node.options.host}:${node.options.port}`);
       });
-      this.client.on("-node", (node: Redis) => this.heard.forget(node, `${node.options.host}:${node.options.port}`));
     } else {
       guardConnect(this.client);
       this.heard.watch(this.client);

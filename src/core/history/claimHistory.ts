@@ -1,6 +1,6 @@
 import type { ApplicableCap } from "../caps/decisions";
 import { encodeKeyPart } from "../caps/keys";
-import { capsText, gatePart, MAX_AFTER_TIME } from "./historyEntry";
+import { fitCaps, gatePart, MAX_AFTER_TIME } from "./historyEntry";
 
 /**
  * A frequency-cap-gate's allowed verdict goes into the recipient's history in
@@ -16,14 +16,26 @@ export function claimStamp(keep: number, lifetimeMs: number, gateType: string, g
   return `${keep}|${lifetimeMs}|${gatePart(gateType, gate)}`;
 }
 
-/** A claim's history text (ClaimRequest.history): the stamp, then the allowed outcome and the caps claimed (as many as fit: capsText). */
+let lastStamp = "";
+let lastRoom = 0;
+
+/** The room a stamp leaves its claim's caps: a gate's claims share one stamp, so it is worked out once. */
+function capsRoom(stamp: string): number {
+  if (stamp !== lastStamp) {
+    // after the store's time: `|<gate part>|0||<caps>|` (outcome 0, allowed; no reason, no retry: historyEntry.ts entryText)
+    const gatePartLength = stamp.length - stamp.indexOf("|", stamp.indexOf("|") + 1) - 1;
+    lastRoom = MAX_AFTER_TIME - gatePartLength - "|0|||".length;
+    lastStamp = stamp;
+  }
+  return lastRoom;
+}
+
+/** A claim's history text (ClaimRequest.history): the stamp, then the allowed outcome and the caps claimed (as many as fit: fitCaps). */
 export function claimHistoryText(stamp: string, caps: readonly ApplicableCap[]): string {
   let ids = "";
   for (let i = 0; i < caps.length; i++) ids += (i === 0 ? "" : ",") + encodeKeyPart(caps[i].rule.id);
-  // after the store's time: `|<gate part>|0||<caps>|` (outcome 0, allowed; no reason, no retry: historyEntry.ts entryText)
-  const gatePartLength = stamp.length - stamp.indexOf("|", stamp.indexOf("|") + 1) - 1;
-  const room = MAX_AFTER_TIME - gatePartLength - "|0|||".length;
-  if (ids.length > room) ids = capsText(caps.map((cap) => cap.rule.id), room);
+  const room = capsRoom(stamp);
+  if (ids.length > room) ids = fitCaps(ids, caps.map((cap) => cap.rule.id), room);
   return `${stamp}|0||${ids}|`;
 }
 

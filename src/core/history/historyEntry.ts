@@ -81,15 +81,24 @@ export function gateTag(gate: string): string {
 export function capsText(capIds: readonly string[], room: number): string {
   let all = "";
   for (let i = 0; i < capIds.length; i++) all += (i === 0 ? "" : ",") + encodeKeyPart(capIds[i]);
+  return fitCaps(all, capIds, room);
+}
+
+/** capsText of caps already joined as `all` (key-encoded, comma-separated): `all` when it fits, else cut. */
+export function fitCaps(all: string, capIds: readonly string[], room: number): string {
   if (all.length <= room) return all;
   let kept = "";
-  for (let i = 0; i < capIds.length; i++) {
+  for (let i = 0; ; i++) {
     const next = (i === 0 ? "" : `${kept},`) + encodeKeyPart(capIds[i]);
-    // with this cap kept, the count of those after it must still fit
+    // with this cap kept, the count of those after it must still fit (`all` does not, so some are left out)
     if (next.length + `,${SHORTENED}${capIds.length - i - 1}`.length > room) return `${kept}${i === 0 ? "" : ","}${SHORTENED}${capIds.length - i}`;
     kept = next;
   }
-  return kept;
+}
+
+/** Whether an entry's gate is a long id's tag (gateTag), not the id itself. */
+export function isGateTag(gate: string): boolean {
+  return gate.startsWith(SHORTENED);
 }
 
 /** An entry's text from its parts (encodeEntry), made as a gate decides: no entry object on the way; at most MAX_ENTRY_BYTES. */

@@ -1,5 +1,5 @@
 import type { NodeAPI } from "node-red";
-import { gateTag, type HistoryEntry } from "../../core/history/historyEntry";
+import { gateTag, isGateTag, type HistoryEntry } from "../../core/history/historyEntry";
 import { HttpError, queryText, route, serviceOf } from "./http";
 
 /** The deployed nodes by the tag an entry keeps of a long gate id (gateTag), made once a read meets a tag. */
@@ -11,7 +11,7 @@ function deployedByTag(RED: NodeAPI): Map<string, string> {
 
 /** An entry as the API answers it: its time as ISO text, and the gate's id (for a tag, the deployed gate's) and name where it is deployed. */
 function answerOf(RED: NodeAPI, entry: HistoryEntry, tags: () => Map<string, string>): Record<string, unknown> {
-  const gate = entry.gate.startsWith("+") ? tags().get(entry.gate) ?? entry.gate : entry.gate;
+  const gate = isGateTag(entry.gate) ? tags().get(entry.gate) ?? entry.gate : entry.gate;
   const node = RED.nodes.getNode(gate) as { name?: unknown } | null;
   const name = typeof node?.name === "string" && node.name !== "" ? node.name : undefined;
   return {
