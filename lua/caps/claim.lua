@@ -7,12 +7,14 @@
 -- only they would refuse is admitted without a slot in them (their count stays what it would
 -- be if they were enforced); a send an enforced cap refuses claims nothing, shadow caps included.
 -- KEYS[k]   the counter hash of send k (the same key may appear for several sends)
--- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then the sends'
---           texts, one per argument or many in one joined by ';' (readItemTexts), in KEYS' order:
---           "<tail>,<field>,<limit index>,...": its entry's tail as a number (member digest ×
---           65536 + attempt token), then per cap its field and limit index (readItemText); then, from
---           a gate that keeps a decision history, "|<keep>|<lifetime ms>|<entry after its time>":
---           an allowed send adds "<now>|<entry after its time>" to the hash's history (splitHistory)
+-- ARGV      the limits the sends share (lib/counter_entries.lua readLimits), then the decision
+--           histories they write, if any (readHistories: "|<keep>|<lifetime ms>|<entry after its
+--           time>" each), then the sends' texts, one per argument or many in one joined by ';'
+--           (readItemTexts), in KEYS' order: "<tail>,<field>,<limit index>,...": its entry's tail as
+--           a number (member digest × 65536 + attempt token), then per cap its field and limit
+--           index (readItemText); then, from a gate that keeps a decision history, "|<history
+--           index>": an allowed send adds "<now>|<entry after its time>" to the hash's history
+--           (historyOf)
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (0 no; 1 this
 --           attempt's entry, or a record's; 2 another attempt's, which this admitted send now holds
 --           too: lib/counter_entries.lua coHold), retry ms }
@@ -23,6 +25,8 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local stamp = stampOf(now)
 local limits, pos = readLimits(now)
+local histories
+histories, pos = readHistories(pos, now)
 local items = readItemTexts(pos)
 
 local out = { now }
@@ -40,11 +44,12 @@ end
 
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local text, keep, lifetime, historyRest = splitHistory(items[k])
+  local text = items[k]
+  local history = historyOf(text, histories)
   local tail, digest, n = readItemText(text, limits, fields, caps)
-  -- the history read with the counters: one HMGET
-  if historyRest then fields[n + 1] = HISTORY end
-  local values = redis.call('HMGET', key, unpack(fields, 1, historyRest and n + 1 or n))
+  -- the history's cursor read with the counters: one HMGET
+  if history then fields[n + 1] = HISTORY end
+  local values = redis.call('HMGET', key, unpack(fields, 1, history and n + 1 or n))
 
   local blocked = false
   for i = 1, n do
@@ -100,8 +105,8 @@ for k = 1, #KEYS do
       out[#out + 1] = held[i]
       out[#out + 1] = retry
     end
-    if historyRest then historyWrites(writes, values[n + 1], string.format('%x', now) .. historyRest, keep) end
-    if #writes > 0 then writeCounters(key, writes, now, needed, lifetime) end
+    if history then historyWrites(writes, values[n + 1], history.entry, history.keep) end
+    if #writes > 0 then writeCounters(key, writes, now, needed, history and history.lifetime) end
   end
 end
 return out

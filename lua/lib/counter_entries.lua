@@ -61,7 +61,8 @@ local function readLimits(now)
   return limits, 2 + LIMIT_ARGS * c
 end
 
--- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>...", its entry's
+-- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>..." (then, if it
+-- names a history, "|<index>", which the last limit index ends before), its entry's
 -- tail as a number (member digest × 65536 + token), then per counter its field and limit index
 -- (fields are encoded key parts: never a comma, nor a semicolon). Fills fields[1..n] and
 -- caps[1..n]. Returns the tail (6 bytes), the digest (its first 4) and n.
@@ -145,22 +146,45 @@ end
 -- (src/core/history/historyEntry.ts), so the hash stays compact however many are kept.
 local HISTORY = '|h'
 
+-- the ring's slot fields by slot (0-based), made once per script run
+local historySlots = {}
+
 -- adds to `writes` (field, value pairs) the fields that write `entry` after the entries in the
 -- slots before `cursor` (the '|h' field read, or false)
 local function historyWrites(writes, cursor, entry, keep)
   local slot = (tonumber(cursor) or 0) % keep
-  writes[#writes + 1] = HISTORY .. slot
-  writes[#writes + 1] = entry
-  writes[#writes + 1] = HISTORY
-  writes[#writes + 1] = (slot + 1) % keep
+  local field = historySlots[slot]
+  if not field then
+    field = HISTORY .. slot
+    historySlots[slot] = field
+  end
+  local w = #writes
+  writes[w + 1] = field
+  writes[w + 2] = entry
+  writes[w + 3] = HISTORY
+  writes[w + 4] = (slot + 1) % keep
 end
 
--- a send's text split from the history entry it carries, if any (src/core/history/claimHistory.ts):
--- "<counters>|<keep>|<lifetime ms>|<entry after its time>"; returns the counters' text, then keep,
--- lifetime and the entry's rest (or nil)
-local function splitHistory(text)
+-- The histories a claim call's allowed sends write (src/core/history/claimHistory.ts), from
+-- ARGV[pos] on: one argument each, "|<keep>|<lifetime ms>|<entry after its time>" (no send's
+-- text starts with '|'). A gate's sends share one, so it is read once a call, and its entry made
+-- once with the call's `now`. Returns them (1-based: { keep, lifetime, entry }) and the position after them.
+local function readHistories(pos, now)
+  local histories = {}
+  local hexNow
+  while ARGV[pos] and string.byte(ARGV[pos], 1) == 124 do
+    local keep, lifetime, rest = string.match(ARGV[pos], '^|(%d+)|(%d+)(|.*)$')
+    hexNow = hexNow or string.format('%x', now)
+    histories[#histories + 1] = { keep = tonumber(keep), lifetime = tonumber(lifetime), entry = hexNow .. rest }
+    pos = pos + 1
+  end
+  return histories, pos
+end
+
+-- the history a send's text names, if any: "<counters>|<history index>" (readHistories), or nil;
+-- readItemText reads the counters before the '|' as they are
+local function historyOf(text, histories)
   local bar = string.find(text, '|', 1, true)
-  if not bar then return text end
-  local keep, lifetime, rest = string.match(text, '^(%d+)|(%d+)(|.*)$', bar + 1)
-  return string.sub(text, 1, bar - 1), tonumber(keep), tonumber(lifetime), rest
+  if not bar then return nil end
+  return histories[tonumber(string.sub(text, bar + 1))]
 end

@@ -1,4 +1,5 @@
 import { SendFieldError } from "./errors";
+import type { HistoryStamp } from "./history/claimHistory";
 import { plainTextProblem } from "./plainText";
 import { emptyRecord, namesRecord } from "./ownKeys";
 
@@ -23,7 +24,7 @@ export interface Send {
    * a claim the store allows writes the verdict's history entry in the same
    * step, in the recipient's counter hash
    */
-  historyStamp?: string;
+  historyStamp?: HistoryStamp;
 }
 
 /** What the adapter read from the msg, before any checking. */

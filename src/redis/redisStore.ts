@@ -5,6 +5,7 @@ import type {
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "../core/store/admissionStore";
 import { entryTail, RECORD_TOKEN } from "../core/store/counterEntry";
+import type { ClaimHistory } from "../core/history/claimHistory";
 import { FirstConnection } from "./firstConnection";
 import { HeardFrom } from "./heardFrom";
 import { guardConnect } from "./connectGuard";
@@ -186,6 +187,32 @@ class CountersText {
   }
 }
 
+/**
+ * The decision histories a claim call's allowed sends write, each sent once
+ * (lua/lib/counter_entries.lua readHistories): a gate's sends on the same
+ * caps share one, which the script reads once and each send names by index.
+ */
+class HistoryTable {
+  private readonly histories: ClaimHistory[] = [];
+  private last: ClaimHistory | undefined;
+  private lastIndex = 0;
+
+  index(history: ClaimHistory): number {
+    if (history !== this.last) {
+      let at = this.histories.indexOf(history);
+      if (at < 0) at = this.histories.push(history) - 1;
+      this.last = history;
+      this.lastIndex = at + 1;
+    }
+    return this.lastIndex;
+  }
+
+  /** `|<keep>|<lifetime ms>|<entry after its time>` each, to go between the limits and the sends */
+  args(): string[] {
+    return this.histories.map((h) => `|${h.keep}|${h.lifetimeMs}${h.after}`);
+  }
+}
+
 /** The key an item's cluster slot is found by. */
 function slotKeyOf<I>(script: ScriptBatch<I, unknown>, item: I): string {
   return script.keyOf ? script.keyOf(item) : ((script.keysOf as (item: I) => string[])(item)[0]);
@@ -230,15 +257,16 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   argsOf: (items) => {
     const limits = new LimitTable();
     const text = new CountersText(limits);
+    const histories = new HistoryTable();
     const texts = new Array<string>(items.length);
     for (let i = 0; i < items.length; i++) {
       const r = items[i];
       const history = r.history;
-      texts[i] = history === undefined ? text.arg(r.counters, entryTail(r.member, r.token)) : `${text.arg(r.counters, entryTail(r.member, r.token))}|${history}`;
+      texts[i] = history === undefined ? text.arg(r.counters, entryTail(r.member, r.token)) : `${text.arg(r.counters, entryTail(r.member, r.token))}|${histories.index(history)}`;
     }
     // the sends in one argument (lua/caps/claim.lua readItemTexts): the client writes each argument with a length
     // prefix of its own, strings it builds per argument
-    return [...limits.args(), texts.join(";")];
+    return [...limits.args(), ...histories.args(), texts.join(";")];
   },
   read: (reply, items) => {
     const nowMs = Number(reply[0]);

@@ -54,7 +54,7 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
     it("writes an allowed claim's history entry with the claim, in the recipient's counter hash; a refused one writes none", async () => {
       const cap = spec("a", 2);
       const claimWith = async (member: string) =>
-        answered((await store.claim([{ key: key(), member, token: 1, counters: [cap], history: `3|60000|1|gate-${member}|0||a|` }]))[0]);
+        answered((await store.claim([{ key: key(), member, token: 1, counters: [cap], history: { keep: 3, lifetimeMs: 60_000, after: `|1|gate-${member}|0||a|` } }]))[0]);
       const first = await claimWith("m1");
       assert.equal(first.allowed, true);
       assert.deepEqual(await store.readHistory(key(), 3), [`${first.nowMs.toString(16)}|1|gate-m1|0||a|`]);
@@ -66,6 +66,18 @@ export function counterStoreConformance(label: string, open: () => Promise<Admis
       assert.equal((await claimWith("m4")).counters[0]?.count, 2);
       assert.deepEqual((await store.inspect([{ key: key(), counters: [cap] }])).map(answered)[0]?.map((c) => c.count), [2]);
       assert.deepEqual((await store.readHistory(key(), 3)).slice(-1), ["later"]);
+    });
+
+    it("writes each claim of one call the history it names: two gates' histories, and claims with none, side by side", async () => {
+      const cap = spec("a", 5);
+      const gateA = { keep: 2, lifetimeMs: 60_000, after: "|1|ga|0||a|" };
+      const gateB = { keep: 2, lifetimeMs: 60_000, after: "|1|gb|0||a|" };
+      const order = [gateA, gateB, undefined, gateA, gateB, gateB];
+      const outcomes = (await store.claim(order.map((history, i) => ({ key: key(`h${i}`), member: `m${i}`, token: 1, counters: [cap], ...(history ? { history } : {}) })))).map(answered);
+      for (const [i, history] of order.entries()) {
+        const written = history === undefined ? [] : [`${outcomes[i].nowMs.toString(16)}${history.after}`];
+        assert.deepEqual(await store.readHistory(key(`h${i}`), 2), written, `claim ${i}`);
+      }
     });
 
     it("lets a history expire its lifetime after its last write", async () => {

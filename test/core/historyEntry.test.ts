@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { decodeEntry, encodeEntry, entryText, gateTag, MAX_ENTRY_BYTES, type HistoryEntry } from "../../src/core/history/historyEntry";
-import { claimHistoryText, claimStamp, readClaimHistory } from "../../src/core/history/claimHistory";
+import { HistoryStamp } from "../../src/core/history/claimHistory";
 import type { ApplicableCap } from "../../src/core/caps/decisions";
 import { DecisionHistory } from "../../src/core/history/decisionHistory";
 import { MemoryStore } from "../../src/core/store/memoryStore";
@@ -40,11 +40,25 @@ describe("decision history entries", () => {
     const whole = decodeEntry(entryText(1, "frequency-cap-gate", "0123456789abcdef", "allowed", undefined, ["daily", "weekly"], undefined));
     assert.deepEqual([whole?.gate, whole?.cap_ids, whole?.cap_ids_left_out], ["0123456789abcdef", ["daily", "weekly"], undefined]);
     // an allowed claim's text, written by the store with its clock before it, is bounded alike
-    const stamp = claimStamp(10, 86_400_000, "frequency-cap-gate", longGate);
-    const claimed = claimHistoryText(stamp, caps.map((id) => ({ rule: { id } }) as unknown as ApplicableCap));
-    const stored = `${(1_765_000_000_123).toString(16)}${readClaimHistory(claimed)?.after ?? ""}`;
+    const stamp = new HistoryStamp(10, 86_400_000, "frequency-cap-gate", longGate);
+    const stored = `${(1_765_000_000_123).toString(16)}${stamp.claimed(caps.map((id) => ({ rule: { id } }) as unknown as ApplicableCap)).after}`;
     assert.ok(stored.length <= MAX_ENTRY_BYTES, `${stored.length}: ${stored}`);
     assert.equal(decodeEntry(stored)?.cap_ids_left_out, 2);
+    const fits = decodeEntry(entryText(1_765_000_000_123, "frequency-cap-gate", longGate, "allowed", undefined, caps, undefined));
+    assert.deepEqual(decodeEntry(stored), fits, "a claim's entry is the entry a gate would write");
+  });
+
+  it("shares one claim history among a gate's claims on the same caps, and makes another for other caps", () => {
+    const rules = ["daily", "weekly", "__proto__"].map((id) => ({ id }));
+    const capsOf = (...at: number[]) => at.map((i) => ({ rule: rules[i] }) as unknown as ApplicableCap);
+    const stamp = new HistoryStamp(5, 60_000, "frequency-cap-gate", "0123456789abcdef");
+    const first = stamp.claimed(capsOf(0, 1));
+    assert.equal(stamp.claimed(capsOf(0, 1)), first, "the same object: the store sends it once a call");
+    const other = stamp.claimed(capsOf(0, 2));
+    assert.notEqual(other, first);
+    assert.deepEqual(decodeEntry(`1${other.after}`)?.cap_ids, ["daily", "__proto__"]);
+    assert.deepEqual([other.keep, other.lifetimeMs], [5, 60_000]);
+    assert.deepEqual(decodeEntry(`1${stamp.claimed(capsOf(0, 1)).after}`)?.cap_ids, ["daily", "weekly"]);
   });
 
   it("skips text that is no entry", () => {

@@ -6,7 +6,7 @@ import type { Answer } from "../sendQueue/sendQueue";
 import type { StoreAccess } from "../store/storeAccess";
 import { mayHaveLanded } from "../store/storeFaults";
 import type { ClaimOutcome, ClaimRequest, CounterSpec } from "../store/admissionStore";
-import { claimHistoryText } from "../history/claimHistory";
+import type { ClaimHistory } from "../history/claimHistory";
 
 /**
  * One send's claim of its own caps: the request the store is sent (and the
@@ -44,17 +44,16 @@ export class ClaimCall implements ClaimRequest, ClaimAttempt, Answer<ClaimOutcom
   }
 
   /** the entry the store adds to the recipient's history if it allows the claim (a getter: the attempt prints without it) */
-  get history(): string | undefined {
-    const stamp = this.#send.historyStamp;
-    return stamp === undefined ? undefined : claimHistoryText(stamp, this.#caps);
+  get history(): ClaimHistory | undefined {
+    return this.#send.historyStamp?.claimed(this.#caps);
   }
 
   resolve(outcome: ClaimOutcome): void {
     let decision: CapDecision;
     try {
       if (outcome.allowed) {
-        decision = { kind: "allowed", caps: this.#caps, outcome, attempt: this };
-        if (this.#send.historyStamp !== undefined) decision.historyKept = true;
+        // historyKept in the literal: a property added after would give every allowed decision a second allocation
+        decision = { kind: "allowed", caps: this.#caps, outcome, attempt: this, historyKept: this.#send.historyStamp !== undefined };
       } else {
         decision = blockedDecision(this.#caps, outcome);
       }

@@ -50,7 +50,7 @@ export interface ClaimAttempt {
 export type CapDecision =
   | { kind: "exempt" }
   /** caps and outcome are the recipient's own counters; totals the slots taken in total caps, shadowTotals the shadow ones that had none left */
-  | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; attempt: ClaimAttempt; totals?: TotalTaken[]; shadowTotals?: ShadowRefusal[]; /** the store wrote the verdict in the recipient's history with the claim */ historyKept?: true }
+  | { kind: "allowed"; caps: ApplicableCap[]; outcome: ClaimOutcome; attempt: ClaimAttempt; totals?: TotalTaken[]; shadowTotals?: ShadowRefusal[]; /** the store wrote the verdict in the recipient's history with the claim */ historyKept?: boolean }
   | { kind: "capped"; blocking: BlockingCap[]; retryAfterMs: number | null }
   /** caps and attempt are set when the store timed out: the claim may still have landed, so it is recorded to be given back */
   | { kind: "fail_open"; error: StoreUnavailableError; caps?: ApplicableCap[]; attempt?: ClaimAttempt; totals?: TotalTaken[] };

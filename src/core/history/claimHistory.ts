@@ -1,4 +1,5 @@
 import type { ApplicableCap } from "../caps/decisions";
+import type { CapRule } from "../rules/rules";
 import { encodeKeyPart } from "../caps/keys";
 import { fitCaps, gatePart, MAX_AFTER_TIME } from "./historyEntry";
 
@@ -11,41 +12,53 @@ import { fitCaps, gatePart, MAX_AFTER_TIME } from "./historyEntry";
  * which gate it is); the claim adds the caps, the store its clock.
  */
 
-/** `<keep>|<lifetime ms>|<gate type>|<gate>`: what a gate's allowed claims all write. */
-export function claimStamp(keep: number, lifetimeMs: number, gateType: string, gate: string): string {
-  return `${keep}|${lifetimeMs}|${gatePart(gateType, gate)}`;
+/** What a claim the store allows adds to the recipient's history: one object for a gate's claims on the same caps. */
+export interface ClaimHistory {
+  /** entries kept: at least the newest this many */
+  readonly keep: number;
+  /** ms the history lives after this write, at least */
+  readonly lifetimeMs: number;
+  /** the entry after its time (`|<gate part>|0||<caps>|`: outcome 0, allowed; no reason, no retry: historyEntry.ts entryText), the store's now goes before it */
+  readonly after: string;
 }
 
-let lastStamp = "";
-let lastRoom = 0;
+/**
+ * What a gate's allowed claims all write: its history's size and lifetime,
+ * which gate it is. A gate's claims are mostly on the same caps, so the
+ * history of the last caps is kept: a burst's claims share one object, which
+ * the store reads once per call.
+ */
+export class HistoryStamp {
+  private readonly gatePart: string;
+  /** what the caps' ids may take of an entry */
+  private readonly capsRoom: number;
+  private lastRules: readonly CapRule[] = [];
+  private lastHistory: ClaimHistory | undefined;
 
-/** The room a stamp leaves its claim's caps: a gate's claims share one stamp, so it is worked out once. */
-function capsRoom(stamp: string): number {
-  if (stamp !== lastStamp) {
-    // after the store's time: `|<gate part>|0||<caps>|` (outcome 0, allowed; no reason, no retry: historyEntry.ts entryText)
-    const gatePartLength = stamp.length - stamp.indexOf("|", stamp.indexOf("|") + 1) - 1;
-    lastRoom = MAX_AFTER_TIME - gatePartLength - "|0|||".length;
-    lastStamp = stamp;
+  constructor(readonly keep: number, readonly lifetimeMs: number, gateType: string, gate: string) {
+    this.gatePart = gatePart(gateType, gate);
+    // after the store's time and its `|`: `<gate part>|0||<caps>|`
+    this.capsRoom = MAX_AFTER_TIME - this.gatePart.length - "|0|||".length;
   }
-  return lastRoom;
-}
 
-/** A claim's history text (ClaimRequest.history): the stamp, then the allowed outcome and the caps claimed (as many as fit: fitCaps). */
-export function claimHistoryText(stamp: string, caps: readonly ApplicableCap[]): string {
-  let ids = "";
-  for (let i = 0; i < caps.length; i++) ids += (i === 0 ? "" : ",") + encodeKeyPart(caps[i].rule.id);
-  const room = capsRoom(stamp);
-  if (ids.length > room) ids = fitCaps(ids, caps.map((cap) => cap.rule.id), room);
-  return `${stamp}|0||${ids}|`;
-}
+  /** The history a claim of `caps` writes if the store allows it: the caps it takes a slot in, as many as fit (fitCaps). */
+  claimed(caps: readonly ApplicableCap[]): ClaimHistory {
+    const last = this.lastHistory;
+    if (last !== undefined && this.sameRules(caps)) return last;
+    const rules = caps.map((cap) => cap.rule);
+    let ids = "";
+    for (let i = 0; i < rules.length; i++) ids += (i === 0 ? "" : ",") + encodeKeyPart(rules[i].id);
+    if (ids.length > this.capsRoom) ids = fitCaps(ids, rules.map((rule) => rule.id), this.capsRoom);
+    const history: ClaimHistory = { keep: this.keep, lifetimeMs: this.lifetimeMs, after: `|${this.gatePart}|0||${ids}|` };
+    this.lastRules = rules;
+    this.lastHistory = history;
+    return history;
+  }
 
-/** A claim's history text read back: how many to keep, for how long, and the entry once the store's now is put before it. */
-export function readClaimHistory(text: string): { keep: number; lifetimeMs: number; after: string } | undefined {
-  const first = text.indexOf("|");
-  const second = first < 0 ? -1 : text.indexOf("|", first + 1);
-  if (second < 0) return undefined;
-  const keep = Number(text.slice(0, first));
-  const lifetimeMs = Number(text.slice(first + 1, second));
-  if (!Number.isInteger(keep) || keep < 1 || !Number.isFinite(lifetimeMs)) return undefined;
-  return { keep, lifetimeMs, after: text.slice(second) };
+  private sameRules(caps: readonly ApplicableCap[]): boolean {
+    const rules = this.lastRules;
+    if (rules.length !== caps.length) return false;
+    for (let i = 0; i < caps.length; i++) if (rules[i] !== caps[i].rule) return false;
+    return true;
+  }
 }

@@ -7,10 +7,17 @@ import type { HistoryAppend } from "../store/admissionStore";
  */
 export const MEMORY_HISTORY_RECIPIENTS = 20_000;
 
-interface HistoryList {
-  entries: string[];
-  expiresAt: number;
-}
+/**
+ * One recipient's entries, oldest first, in one array: when it expires, then
+ * per entry its time and text. An allowed claim's entry is its time and the
+ * text after it, which a gate's claims on the same caps share
+ * (ClaimHistory.after), so a claim adds a number and a reference and makes no
+ * string; any other entry is its whole text, its time NaN. One array of
+ * exactly its length: a history is one small allocation, however many
+ * recipients a burst reaches.
+ */
+type HistoryList = (number | string)[];
+const EXPIRES_AT = 0;
 
 /**
  * A memory store's decision histories, bounded by recipient: two
@@ -31,34 +38,59 @@ export class MemoryHistory {
   append(appends: readonly HistoryAppend[], keep: number, ttlMs: number): number[] {
     const now = this.clock();
     return appends.map(({ key, entry }) => {
-      let list = this.current.get(key);
-      if (!list) {
-        list = this.older.get(key);
-        if (list) this.older.delete(key);
-        else list = { entries: [], expiresAt: 0 };
-        this.current.set(key, list);
-        if (this.current.size >= this.generation) {
-          this.older = this.current;
-          this.current = new Map();
-        }
-      }
-      if (list.expiresAt <= now) list.entries = [];
-      list.entries.push(entry);
-      if (list.entries.length > keep) list.entries.splice(0, list.entries.length - keep);
-      list.expiresAt = now + ttlMs;
+      this.add(key, Number.NaN, entry, keep, ttlMs, now);
       return 1;
     });
   }
 
+  /** Adds an allowed claim's entry to `key`'s history: its time `at` (the claim's clock) and the text after it. */
+  addClaimed(key: string, at: number, after: string, keep: number, ttlMs: number): void {
+    this.add(key, at, after, keep, ttlMs, at);
+  }
+
   read(key: string, keep: number): string[] {
     const list = this.current.get(key) ?? this.older.get(key);
-    if (!list || list.expiresAt <= this.clock()) return [];
-    return list.entries.slice(-keep);
+    if (!list || (list[EXPIRES_AT] as number) <= this.clock()) return [];
+    const entries: string[] = [];
+    for (let i = Math.max(1, list.length - 2 * keep); i < list.length; i += 2) {
+      const at = list[i] as number;
+      const text = list[i + 1] as string;
+      entries.push(Number.isNaN(at) ? text : `${at.toString(16)}${text}`);
+    }
+    return entries;
   }
 
   sweep(now: number): void {
     for (const generation of [this.current, this.older]) {
-      for (const [key, list] of generation) if (list.expiresAt <= now) generation.delete(key);
+      for (const [key, list] of generation) if ((list[EXPIRES_AT] as number) <= now) generation.delete(key);
+    }
+  }
+
+  private add(key: string, at: number, text: string, keep: number, ttlMs: number, now: number): void {
+    let list = this.current.get(key);
+    if (!list) {
+      list = this.older.get(key);
+      if (list) {
+        this.older.delete(key);
+      } else {
+        list = [now + ttlMs, at, text];
+        this.enter(key, list);
+        return;
+      }
+      this.enter(key, list);
+    }
+    if ((list[EXPIRES_AT] as number) <= now) list.length = 1;
+    list.push(at, text);
+    const over = list.length - 1 - 2 * keep;
+    if (over > 0) list.splice(1, over);
+    list[EXPIRES_AT] = now + ttlMs;
+  }
+
+  private enter(key: string, list: HistoryList): void {
+    this.current.set(key, list);
+    if (this.current.size >= this.generation) {
+      this.older = this.current;
+      this.current = new Map();
     }
   }
 }

@@ -1,4 +1,5 @@
 import type { StoreUnavailableError } from "../errors";
+import type { ClaimHistory } from "../history/claimHistory";
 import type { QuotaOutcome, QuotaRequest } from "../caps/totals/quotaStep";
 
 /**
@@ -54,11 +55,8 @@ export interface ClaimRequest {
   /** this attempt's token (1..65535): a give-back removes only what this very attempt added */
   token: number;
   counters: readonly CounterSpec[];
-  /**
-   * when allowed, the history entry to add (src/core/history/claimHistory.ts):
-   * `<keep>|<lifetime ms>|<entry after its time>`, the store's now before it
-   */
-  readonly history?: string;
+  /** when allowed, the history entry to add, the store's now before it (src/core/history/claimHistory.ts) */
+  readonly history?: ClaimHistory;
 }
 
 /** record mode: count a send (or an impression event) without checking. */

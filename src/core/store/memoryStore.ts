@@ -7,7 +7,6 @@ import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
 import { MemoryHistory } from "../history/memoryHistory";
-import { readClaimHistory } from "../history/claimHistory";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../caps/totals/quotaStep";
 
 /** entries per part of a snapshot's text (a few ms of work each) */
@@ -341,8 +340,8 @@ export class MemoryStore implements AdmissionStore {
         counters[i].count = r.held ? r.times.length : r.times.length + 1;
         this.write(request.key, spec, r.kept, now);
       });
-      const history = request.history === undefined ? undefined : readClaimHistory(request.history);
-      if (history) this.history.append([{ key: request.key, entry: `${now.toString(16)}${history.after}` }], history.keep, history.lifetimeMs);
+      const history = request.history;
+      if (history !== undefined) this.history.addClaimed(request.key, now, history.after, history.keep, history.lifetimeMs);
     }
     return { allowed: !blocked, nowMs: now, counters };
   }

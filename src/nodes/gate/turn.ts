@@ -6,6 +6,7 @@ import type { Whose } from "./parking";
 import type { GateOutlet } from "./outlet";
 import type { Outputs } from "./outputs";
 import type { VerdictLog } from "./verdictLog";
+import type { HistoryStamp } from "../../core/history/claimHistory";
 
 export type Done = (err?: Error) => void;
 
@@ -22,7 +23,7 @@ export interface Turn {
    */
   answer(reply: NodeMessage): void;
   /** what a claim carries so the store writes its allowed verdict in the recipient's history (undefined: no history) */
-  historyStamp(): string | undefined;
+  historyStamp(): HistoryStamp | undefined;
   /** the store wrote this msg's verdict in the history already (with its claim): not noted again as it leaves */
   historyKept(): void;
   /**
@@ -64,7 +65,7 @@ export class MsgTurn implements Turn {
     private readonly done: Done,
   ) {}
 
-  historyStamp(): string | undefined {
+  historyStamp(): HistoryStamp | undefined {
     return this.shared.verdicts?.claimStamp();
   }
 

@@ -2,7 +2,7 @@ import type { NodeMessage } from "node-red";
 import type { Admission } from "../../core/admission";
 import type { CapService } from "../../core/capService";
 import { verdictText } from "../../core/history/verdictText";
-import { claimStamp } from "../../core/history/claimHistory";
+import { HistoryStamp } from "../../core/history/claimHistory";
 import type { Outputs } from "./outputs";
 import type { Whose } from "./parking";
 
@@ -12,18 +12,16 @@ import type { Whose } from "./parking";
  * recipient as the store keys it, never by the address.
  */
 export class VerdictLog {
-  private stamp = "";
-  private stampedFor = -1;
+  private stamp: HistoryStamp | undefined;
 
   constructor(private readonly service: CapService, private readonly gateId: string, private readonly gateType: string) {}
 
   /** What this gate's claims carry so the store writes an allowed verdict with the claim (claimHistory.ts). */
-  claimStamp(): string {
+  claimStamp(): HistoryStamp {
     const history = this.service.history;
     // the lifetime grows as rules with longer windows are seen
-    if (history.lifetimeMs !== this.stampedFor) {
-      this.stampedFor = history.lifetimeMs;
-      this.stamp = claimStamp(history.size, history.lifetimeMs, this.gateType, this.gateId);
+    if (this.stamp === undefined || history.lifetimeMs !== this.stamp.lifetimeMs) {
+      this.stamp = new HistoryStamp(history.size, history.lifetimeMs, this.gateType, this.gateId);
     }
     return this.stamp;
   }
