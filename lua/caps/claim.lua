@@ -12,7 +12,7 @@
 --           time>" each), then the sends' texts, one per argument or many in one joined by ';'
 --           (readItemTexts), in KEYS' order: "<tail>,<field>,<limit index>,...": its entry's tail as
 --           a number (member digest × 65536 + attempt token), then per cap its field and limit
---           index (readItemText); then, from a gate that keeps a decision history, "|<history
+--           index (readClaimText); then, from a gate that keeps a decision history, "|<history
 --           index>": an allowed send adds "<now>|<entry after its time>" to the hash's history
 --           (historyOf)
 -- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (0 no; 1 this
@@ -30,7 +30,12 @@ histories, pos = readHistories(pos, now)
 local items = readItemTexts(pos)
 
 local out = { now }
-local fields, caps, kept, counted, firsts, held, heldAt, full = {}, {}, {}, {}, {}, {}, {}, {}
+local o = 1
+local fields, caps
+local kept, counted, firsts, held, heldAt, full = {}, {}, {}, {}, {}, {}
+local readTexts = {}
+-- an allowed send's field writes (field, value pairs), the first w of them its own: one table for all
+local writes = {}
 
 -- the wait until cap i of the send being judged has a free slot
 local function retryOf(i, value)
@@ -44,11 +49,10 @@ end
 
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local text = items[k]
-  local history = historyOf(text, histories)
-  local tail, digest, n = readItemText(text, limits, fields, caps)
+  local tail, digest, read = readClaimText(items[k], limits, histories, readTexts)
+  local n, history = read.n, read.history
+  fields, caps = read.fields, read.caps
   -- the history's cursor read with the counters: one HMGET
-  if history then fields[n + 1] = HISTORY end
   local values = redis.call('HMGET', key, unpack(fields, 1, history and n + 1 or n))
 
   local blocked = false
@@ -67,17 +71,17 @@ for k = 1, #KEYS do
     if full[i] and not cap.shadow then blocked = true end
   end
 
-  out[#out + 1] = blocked and 0 or 1
+  o = o + 1
+  out[o] = blocked and 0 or 1
   if blocked then
     for i = 1, n do
-      out[#out + 1] = counted[i]
-      out[#out + 1] = held[i]
-      out[#out + 1] = full[i] and retryOf(i, values[i]) or -1
+      out[o + 1], out[o + 2], out[o + 3] = counted[i], held[i], full[i] and retryOf(i, values[i]) or -1
+      o = o + 3
     end
   else
     local entry = stamp .. tail
     local token = string.sub(tail, 5, 6)
-    local writes = {}
+    local w = 0
     local needed = 0
     for i = 1, n do
       local count = counted[i]
@@ -93,20 +97,21 @@ for k = 1, #KEYS do
           local owner = string.sub(values[i], heldAt[i] + STAMP + 4, heldAt[i] + ENTRY - 1)
           if owner ~= token and owner ~= RECORDED then
             held[i] = 2
-            writes[#writes + 1] = fields[i] .. CO
-            writes[#writes + 1] = coHold(redis.call('HGET', key, fields[i] .. CO), tail)
+            writes[w + 1] = fields[i] .. CO
+            writes[w + 2] = coHold(redis.call('HGET', key, fields[i] .. CO), tail)
+            w = w + 2
           end
         end
-        writes[#writes + 1] = fields[i]
-        writes[#writes + 1] = kept[i]
+        writes[w + 1] = fields[i]
+        writes[w + 2] = kept[i]
+        w = w + 2
         if caps[i].until_ > needed then needed = caps[i].until_ end
       end
-      out[#out + 1] = count
-      out[#out + 1] = held[i]
-      out[#out + 1] = retry
+      out[o + 1], out[o + 2], out[o + 3] = count, held[i], retry
+      o = o + 3
     end
-    if history then historyWrites(writes, values[n + 1], history.entry, history.keep) end
-    if #writes > 0 then writeCounters(key, writes, now, needed, history and history.lifetime) end
+    if history then w = historyWrites(writes, w, values[n + 1], history.entry, history.keep) end
+    if w > 0 then writeCounters(key, writes, w, now, needed, history and history.lifetime) end
   end
 end
 return out

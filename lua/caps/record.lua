@@ -32,11 +32,11 @@ for k = 1, #KEYS do
       kept = kept .. stamp .. tail
       count = count + 1
     end
-    writes[#writes + 1] = fields[i]
-    writes[#writes + 1] = kept
+    writes[2 * i - 1] = fields[i]
+    writes[2 * i] = kept
     if cap.until_ > needed then needed = cap.until_ end
     out[#out + 1] = count
   end
-  if n > 0 then writeCounters(key, writes, now, needed) end
+  if n > 0 then writeCounters(key, writes, 2 * n, now, needed) end
 end
 return out

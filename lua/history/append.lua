@@ -16,7 +16,7 @@ for entry in string.gmatch(ARGV[3], '[^\n]+') do
   k = k + 1
   local key = KEYS[k]
   local writes = {}
-  historyWrites(writes, redis.call('HGET', key, HISTORY), entry, keep)
+  historyWrites(writes, 0, redis.call('HGET', key, HISTORY), entry, keep)
   redis.call('HSET', key, unpack(writes))
   -- renewed to 1.5 lifetimes once less than one is left: one PEXPIRE every half lifetime, and never shortened
   -- (a claim's counters may need the hash longer)

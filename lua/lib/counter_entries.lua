@@ -125,12 +125,12 @@ local function coHold(list, tail)
   return list .. tail
 end
 
--- writes fields (field, value pairs) and extends the hash's life to cover `needed` (with a
--- minute of slack, so the next writes need not extend it again); `lifetime` (ms, optional): the
--- hash holds a decision history (lua/history/append.lua), which lives at least that long after
--- this write: with less left, it is renewed to one and a half of it
-local function writeCounters(key, writes, now, needed, lifetime)
-  redis.call('HSET', key, unpack(writes))
+-- writes the first `w` of `writes` (field, value pairs) and extends the hash's life to cover
+-- `needed` (with a minute of slack, so the next writes need not extend it again); `lifetime` (ms,
+-- optional): the hash holds a decision history (lua/history/append.lua), which lives at least that
+-- long after this write: with less left, it is renewed to one and a half of it
+local function writeCounters(key, writes, w, now, needed, lifetime)
+  redis.call('HSET', key, unpack(writes, 1, w))
   local ttl = redis.call('PTTL', key)
   if lifetime and ttl < lifetime then
     local ms = math.max(lifetime + lifetime / 2, needed + 2 * GRACE - now)
@@ -149,20 +149,20 @@ local HISTORY = '|h'
 -- the ring's slot fields by slot (0-based), made once per script run
 local historySlots = {}
 
--- adds to `writes` (field, value pairs) the fields that write `entry` after the entries in the
--- slots before `cursor` (the '|h' field read, or false)
-local function historyWrites(writes, cursor, entry, keep)
+-- adds to `writes` after its first `w` (field, value pairs) the fields that write `entry` after the
+-- entries in the slots before `cursor` (the '|h' field read, or false); returns the count after them
+local function historyWrites(writes, w, cursor, entry, keep)
   local slot = (tonumber(cursor) or 0) % keep
   local field = historySlots[slot]
   if not field then
     field = HISTORY .. slot
     historySlots[slot] = field
   end
-  local w = #writes
   writes[w + 1] = field
   writes[w + 2] = entry
   writes[w + 3] = HISTORY
   writes[w + 4] = (slot + 1) % keep
+  return w + 4
 end
 
 -- The histories a claim call's allowed sends write (src/core/history/claimHistory.ts), from
@@ -187,4 +187,27 @@ local function historyOf(text, histories)
   local bar = string.find(text, '|', 1, true)
   if not bar then return nil end
   return histories[tonumber(string.sub(text, bar + 1))]
+end
+
+-- A claim's send read (readItemText) with what it asks of its counters parsed once per call: a
+-- batch's sends mostly claim the same caps (and name the same history), so the text after each
+-- one's tail repeats, and `cache` keeps it read: { n, fields (with the history's cursor field after
+-- them when it names a history), caps, history }. Returns the tail, its digest and that reading.
+local function readClaimText(item, limits, histories, cache)
+  local at = string.find(item, ',', 1, true)
+  local tail = struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
+  local rest = at and string.sub(item, at) or ''
+  local read = cache[rest]
+  if not read then
+    local fields, caps, n = {}, {}, 0
+    for field, index in string.gmatch(rest, ',([^,]+),(%d+)') do
+      n = n + 1
+      fields[n], caps[n] = field, limits[tonumber(index)]
+    end
+    local history = historyOf(rest, histories)
+    if history then fields[n + 1] = HISTORY end
+    read = { n = n, fields = fields, caps = caps, history = history }
+    cache[rest] = read
+  end
+  return tail, string.sub(tail, 1, 4), read
 end
