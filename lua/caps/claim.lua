@@ -15,9 +15,11 @@
 --           index (readClaimText); then, from a gate that keeps a decision history, "|<history
 --           index>": an allowed send adds "<now>|<entry after its time>" to the hash's history
 --           (historyOf)
--- Returns { now_ms, then per send: allowed (1|0), then per cap: count, already held (0 no; 1 this
---           attempt's entry, or a record's; 2 another attempt's, which this admitted send now holds
---           too: lib/counter_entries.lua coHold), retry ms }
+-- Returns { now_ms, then per send: FRESH (2), allowed with a new slot in every cap, then per cap
+--           its count; or allowed (1|0), then per cap: count, already held (0 no; 1 this attempt's
+--           entry, or a record's; 2 another attempt's, which this admitted send now holds too:
+--           lib/counter_entries.lua coHold), retry ms }. Most sends are FRESH: a third of the
+--           numbers to encode and decode.
 -- retry ms: -1 not full; else the cap is full for this send (an enforced cap blocks it, a
 -- shadow cap would have): -2 never frees (max 0), else ms until a free slot.
 -- @include counter_entries
@@ -29,6 +31,7 @@ local histories
 histories, pos = readHistories(pos, now)
 local items = readItemTexts(pos)
 
+local FRESH = 2
 local out = { now }
 local o = 1
 local fields, caps
@@ -55,7 +58,7 @@ for k = 1, #KEYS do
   -- the history's cursor read with the counters: one HMGET
   local values = redis.call('HMGET', key, unpack(fields, 1, history and n + 1 or n))
 
-  local blocked = false
+  local blocked, fresh = false, true
   for i = 1, n do
     local v = values[i] or ''
     local cap = caps[i]
@@ -69,10 +72,11 @@ for k = 1, #KEYS do
     values[i] = v
     full[i] = held[i] == 0 and counted[i] >= cap.max
     if full[i] and not cap.shadow then blocked = true end
+    if full[i] or held[i] ~= 0 then fresh = false end
   end
 
   o = o + 1
-  out[o] = blocked and 0 or 1
+  out[o] = blocked and 0 or (fresh and FRESH or 1)
   if blocked then
     for i = 1, n do
       out[o + 1], out[o + 2], out[o + 3] = counted[i], held[i], full[i] and retryOf(i, values[i]) or -1
@@ -107,8 +111,13 @@ for k = 1, #KEYS do
         w = w + 2
         if caps[i].until_ > needed then needed = caps[i].until_ end
       end
-      out[o + 1], out[o + 2], out[o + 3] = count, held[i], retry
-      o = o + 3
+      if fresh then
+        o = o + 1
+        out[o] = count
+      else
+        out[o + 1], out[o + 2], out[o + 3] = count, held[i], retry
+        o = o + 3
+      end
     end
     if history then w = historyWrites(writes, w, values[n + 1], history.entry, history.keep) end
     if w > 0 then writeCounters(key, writes, w, now, needed, history and history.lifetime) end

@@ -251,6 +251,9 @@ function freshSlot(count: number): CounterOutcome {
   return FRESH_SLOTS[count] ?? { count, alreadyHeld: false, retryAfterMs: null, blocking: false, wouldRefuse: false };
 }
 
+/** A send's status in claim.lua's answer: allowed with a new slot in every cap, only the counts after (1: allowed, 0: refused, each cap's count, held and retry after). */
+const FRESH = 2;
+
 const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
   call: "sendgateClaim",
   keyOf: (r) => r.key,
@@ -272,7 +275,13 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
     const nowMs = Number(reply[0]);
     let at = 1;
     return items.map((r) => {
-      const allowed = Number(reply[at++]) === 1;
+      const status = Number(reply[at++]);
+      if (status === FRESH) {
+        const fresh = new Array<CounterOutcome>(r.counters.length);
+        for (let i = 0; i < fresh.length; i++) fresh[i] = freshSlot(Number(reply[at++]));
+        return { allowed: true, nowMs, counters: fresh };
+      }
+      const allowed = status === 1;
       const counters: CounterOutcome[] = r.counters.map((spec) => {
         const count = Number(reply[at]);
         const held = Number(reply[at + 1]);

@@ -31,8 +31,23 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0, c[5] ?? 0]),
     item(tail(digest, token), caps.map((c, i) => [c[0], i + 1])),
   ];
-  const claim = (digest: number, caps: Cap[], token = 1, recipient = "r") =>
-    redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps)) as Promise<number[]>;
+  /**
+   * claim.lua's answer in its long form: a send allowed with a new slot in every cap comes as FRESH
+   * (2) and its counts; here as allowed (1) and per cap its count, held 0 and retry -1, like the others
+   */
+  const longForm = (reply: number[], capsPerSend: number[]): number[] => {
+    const long = [reply[0]];
+    let at = 1;
+    for (const caps of capsPerSend) {
+      const status = Number(reply[at++]);
+      long.push(status === 2 ? 1 : status);
+      for (let c = 0; c < caps; c++) long.push(...(status === 2 ? [reply[at++], 0, -1] : reply.slice((at += 3) - 3, at)));
+    }
+    assert.equal(at, reply.length, "every number read");
+    return long;
+  };
+  const claim = async (digest: number, caps: Cap[], token = 1, recipient = "r") =>
+    longForm((await redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps))) as number[], [caps.length]);
 
   before(() => { redis = redisClient(); });
   after(async () => { await redis.quit(); });
@@ -130,8 +145,8 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
 
   it("judges the claims of one call in order, each seeing those before it", async () => {
     // one limit shared by three sends
-    const reply = (await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
-      item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]))) as number[];
+    const reply = longForm((await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
+      item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]))) as number[], [1, 1, 1]);
     // per claim: allowed, count, held, retry
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
@@ -140,8 +155,8 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     const sends = [item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]), item(tail(4, 1), [["one", 1]])];
     const keys = (tag: string) => [key(`${tag}x`), key(`${tag}y`), key(`${tag}x`), key(`${tag}y`)];
     const limit = [1, 60_000, 1, 0, 0, 0];
-    const joined = (await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))) as number[];
-    const mixed = (await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0], sends.slice(1, 3).join(";"), sends[3])) as number[];
+    const joined = longForm((await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))) as number[], [1, 1, 1, 1]);
+    const mixed = longForm((await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0], sends.slice(1, 3).join(";"), sends[3])) as number[], [1, 1, 1, 1]);
     // per claim: allowed, count, held, retry; each recipient's first is allowed, its second refused (a wait of ~60 s)
     const claims = (reply: number[]) => [0, 1, 2, 3].map((c) => [reply[1 + 4 * c], reply[2 + 4 * c], reply[3 + 4 * c], Number(reply[4 + 4 * c]) > 59_000 ? "waits" : reply[4 + 4 * c]]);
     assert.equal(joined.length, 1 + 4 * 4);
@@ -152,7 +167,20 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
   it("is called by SHA after one load", async () => {
     const sha = (await redis.script("LOAD", claimSource)) as string;
     const reply = (await redis.evalsha(sha, 1, key("sha"), ...claimArgs(1, 1, [["c", 1000, 1]]))) as number[];
-    assert.equal(reply[1], 1);
+    assert.deepEqual(reply.slice(1), [2, 1]);
+  });
+
+  it("answers a send with a new slot in every cap in short (FRESH, 2, and the counts), any other in full", async () => {
+    const caps: Cap[] = [["a", 60_000, 5], ["b", 60_000, 2]];
+    const raw = async (digest: number, token = 1) => (await redis.eval(claimSource, 1, key(), ...claimArgs(digest, token, caps))) as number[];
+    assert.deepEqual((await raw(1)).slice(1), [2, 1, 1]);
+    assert.deepEqual((await raw(2)).slice(1), [2, 2, 2]);
+    // its own entry found again (a retry of the same attempt): held, so in full
+    assert.deepEqual((await raw(2)).slice(1), [1, 2, 1, -1, 2, 1, -1]);
+    // refused by b: in full, with b's wait
+    const refused = await raw(3);
+    assert.deepEqual(refused.slice(1, 5), [0, 2, 0, -1]);
+    assert.ok(Number(refused[7]) > 59_000, `b waits ${refused[7]}`);
   });
 
   it("release.lua removes only the entries of that digest and token, and a mark only for its member", async () => {
