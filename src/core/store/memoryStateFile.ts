@@ -5,7 +5,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { MemoryStore } from "./memoryStore";
 
 /** text gathered before one write to the file */
-const WRITE_CHARS = 1 << 20;
+const WRITE_CHARS = 1 << 18;
 
 /**
  * Where a memory store's state is saved: its snapshot, written a part at a

@@ -10,9 +10,9 @@ import { MemoryHistory } from "../history/memoryHistory";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../caps/totals/quotaStep";
 
 /** entries per part of a snapshot's text (a few ms of work each) */
-export const SNAPSHOT_SLICE = 2_000;
+export const SNAPSHOT_SLICE = 400;
 /** a part also ends once its text is this long (a few large entries: a recipient's long counter lists, block-list hashes) */
-const PART_CHARS = 256 * 1024;
+const PART_CHARS = 64 * 1024;
 
 /** `,"name":[…]` of one map's entries (`entry` undefined: left out), in parts of at most `slice` entries or about PART_CHARS. */
 function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: (key: string, value: V) => unknown): Generator<string, void, undefined> {
