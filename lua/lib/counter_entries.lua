@@ -61,8 +61,7 @@ local function readLimits(now)
   return limits, 2 + LIMIT_ARGS * c
 end
 
--- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>..." (then, if it
--- names a history, "|<index>", which the last limit index ends before), its entry's
+-- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>...", its entry's
 -- tail as a number (member digest × 65536 + token), then per counter its field and limit index
 -- (fields are encoded key parts: never a comma, nor a semicolon). Fills fields[1..n] and
 -- caps[1..n]. Returns the tail (6 bytes), the digest (its first 4) and n.

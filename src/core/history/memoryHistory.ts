@@ -12,9 +12,8 @@ export const MEMORY_HISTORY_RECIPIENTS = 20_000;
  * per entry its time and text. An allowed claim's entry is its time and the
  * text after it, which a gate's claims on the same caps share
  * (ClaimHistory.after), so a claim adds a number and a reference and makes no
- * string; any other entry is its whole text, its time NaN. One array of
- * exactly its length: a history is one small allocation, however many
- * recipients a burst reaches.
+ * string; any other entry is its whole text, its time NaN. One array and
+ * no object or string per entry, however many recipients a burst reaches.
  */
 type HistoryList = (number | string)[];
 const EXPIRES_AT = 0;
