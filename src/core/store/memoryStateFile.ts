@@ -97,9 +97,9 @@ export class MemoryStateFile {
           await handle.write(gathered.join(""));
           gathered = [];
           chars = 0;
-        } else {
-          await nextTurn();
         }
+        // a turn after every part, a write's too: a write's answer alone would let the next part follow in the same turn
+        await nextTurn();
       }
       await handle.write(gathered.join(""));
       written = true;
