@@ -61,13 +61,18 @@ local function readLimits(now)
   return limits, 2 + LIMIT_ARGS * c
 end
 
+-- a send's entry tail (6 bytes) from its text, whose first comma is at `at` (nil: none)
+local function tailOf(item, at)
+  return struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
+end
+
 -- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>...", its entry's
 -- tail as a number (member digest × 65536 + token), then per counter its field and limit index
 -- (fields are encoded key parts: never a comma, nor a semicolon). Fills fields[1..n] and
 -- caps[1..n]. Returns the tail (6 bytes), the digest (its first 4) and n.
 local function readItemText(item, limits, fields, caps)
   local at = string.find(item, ',', 1, true)
-  local tail = struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
+  local tail = tailOf(item, at)
   local n = 0
   if at then
     for field, index in string.gmatch(string.sub(item, at), ',([^,]+),(%d+)') do
@@ -145,19 +150,11 @@ end
 -- (src/core/history/historyEntry.ts), so the hash stays compact however many are kept.
 local HISTORY = '|h'
 
--- the ring's slot fields by slot (0-based), made once per script run
-local historySlots = {}
-
 -- adds to `writes` after its first `w` (field, value pairs) the fields that write `entry` after the
 -- entries in the slots before `cursor` (the '|h' field read, or false); returns the count after them
 local function historyWrites(writes, w, cursor, entry, keep)
   local slot = (tonumber(cursor) or 0) % keep
-  local field = historySlots[slot]
-  if not field then
-    field = HISTORY .. slot
-    historySlots[slot] = field
-  end
-  writes[w + 1] = field
+  writes[w + 1] = HISTORY .. slot
   writes[w + 2] = entry
   writes[w + 3] = HISTORY
   writes[w + 4] = (slot + 1) % keep
@@ -188,25 +185,23 @@ local function historyOf(text, histories)
   return histories[tonumber(string.sub(text, bar + 1))]
 end
 
--- A claim's send read (readItemText) with what it asks of its counters parsed once per call: a
+-- A claim's send read (readItemText) with what it asks of its counters read once per call: a
 -- batch's sends mostly claim the same caps (and name the same history), so the text after each
 -- one's tail repeats, and `cache` keeps it read: { n, fields (with the history's cursor field after
 -- them when it names a history), caps, history }. Returns the tail, its digest and that reading.
 local function readClaimText(item, limits, histories, cache)
   local at = string.find(item, ',', 1, true)
-  local tail = struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
   local rest = at and string.sub(item, at) or ''
   local read = cache[rest]
-  if not read then
-    local fields, caps, n = {}, {}, 0
-    for field, index in string.gmatch(rest, ',([^,]+),(%d+)') do
-      n = n + 1
-      fields[n], caps[n] = field, limits[tonumber(index)]
-    end
-    local history = historyOf(rest, histories)
-    if history then fields[n + 1] = HISTORY end
-    read = { n = n, fields = fields, caps = caps, history = history }
-    cache[rest] = read
+  if read then
+    local tail = tailOf(item, at)
+    return tail, string.sub(tail, 1, 4), read
   end
-  return tail, string.sub(tail, 1, 4), read
+  local fields, caps = {}, {}
+  local tail, digest, n = readItemText(item, limits, fields, caps)
+  local history = historyOf(rest, histories)
+  if history then fields[n + 1] = HISTORY end
+  read = { n = n, fields = fields, caps = caps, history = history }
+  cache[rest] = read
+  return tail, digest, read
 end

@@ -193,18 +193,13 @@ class CountersText {
  * caps share one, which the script reads once and each send names by index.
  */
 class HistoryTable {
+  /** a call's sends name one or two: a scan finds them */
   private readonly histories: ClaimHistory[] = [];
-  private last: ClaimHistory | undefined;
-  private lastIndex = 0;
 
+  /** the history's index in the call (1-based, as the script counts) */
   index(history: ClaimHistory): number {
-    if (history !== this.last) {
-      let at = this.histories.indexOf(history);
-      if (at < 0) at = this.histories.push(history) - 1;
-      this.last = history;
-      this.lastIndex = at + 1;
-    }
-    return this.lastIndex;
+    const at = this.histories.indexOf(history);
+    return at < 0 ? this.histories.push(history) : at + 1;
   }
 
   /** `|<keep>|<lifetime ms>|<entry after its time>` each, to go between the limits and the sends */

@@ -1,7 +1,6 @@
 import type { ApplicableCap } from "../caps/decisions";
 import type { CapRule } from "../rules/rules";
-import { encodeKeyPart } from "../caps/keys";
-import { fitCaps, gatePart, MAX_AFTER_TIME } from "./historyEntry";
+import { capsText, gatePart, MAX_AFTER_TIME } from "./historyEntry";
 
 /**
  * A frequency-cap-gate's allowed verdict goes into the recipient's history in
@@ -41,14 +40,12 @@ export class HistoryStamp {
     this.capsRoom = MAX_AFTER_TIME - this.gatePart.length - "|0|||".length;
   }
 
-  /** The history a claim of `caps` writes if the store allows it: the caps it takes a slot in, as many as fit (fitCaps). */
+  /** The history a claim of `caps` writes if the store allows it: the caps it takes a slot in, as many as fit (capsText). */
   claimed(caps: readonly ApplicableCap[]): ClaimHistory {
     const last = this.lastHistory;
     if (last !== undefined && this.sameRules(caps)) return last;
     const rules = caps.map((cap) => cap.rule);
-    let ids = "";
-    for (let i = 0; i < rules.length; i++) ids += (i === 0 ? "" : ",") + encodeKeyPart(rules[i].id);
-    if (ids.length > this.capsRoom) ids = fitCaps(ids, rules.map((rule) => rule.id), this.capsRoom);
+    const ids = capsText(rules.map((rule) => rule.id), this.capsRoom);
     const history: ClaimHistory = { keep: this.keep, lifetimeMs: this.lifetimeMs, after: `|${this.gatePart}|0||${ids}|` };
     this.lastRules = rules;
     this.lastHistory = history;

@@ -85,7 +85,7 @@ export function capsText(capIds: readonly string[], room: number): string {
 }
 
 /** capsText of caps already joined as `all` (key-encoded, comma-separated): `all` when it fits, else cut. */
-export function fitCaps(all: string, capIds: readonly string[], room: number): string {
+function fitCaps(all: string, capIds: readonly string[], room: number): string {
   if (all.length <= room) return all;
   let kept = "";
   for (let i = 0; ; i++) {

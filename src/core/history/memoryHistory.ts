@@ -69,13 +69,11 @@ export class MemoryHistory {
     let list = this.current.get(key);
     if (!list) {
       list = this.older.get(key);
-      if (list) {
-        this.older.delete(key);
-      } else {
-        list = [now + ttlMs, at, text];
-        this.enter(key, list);
+      if (list === undefined) {
+        this.enter(key, [now + ttlMs, at, text]);
         return;
       }
+      this.older.delete(key);
       this.enter(key, list);
     }
     if ((list[EXPIRES_AT] as number) <= now) list.length = 1;
