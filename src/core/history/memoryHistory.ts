@@ -1,4 +1,5 @@
 import type { HistoryAppend } from "../store/admissionStore";
+import { dropExpired } from "../store/sweepParts";
 
 /**
  * Recipients whose history a memory store keeps: those written last. Each
@@ -59,9 +60,10 @@ export class MemoryHistory {
     return entries;
   }
 
-  sweep(now: number): void {
+  /** Drops expired histories, `slice` recipients at a time (src/core/store/sweepParts.ts). */
+  *sweepParts(slice: number): Generator<void, void, undefined> {
     for (const generation of [this.current, this.older]) {
-      for (const [key, list] of generation) if ((list[EXPIRES_AT] as number) <= now) generation.delete(key);
+      yield* dropExpired(generation, (list, now) => (list[EXPIRES_AT] as number) <= now, this.clock, slice);
     }
   }
 

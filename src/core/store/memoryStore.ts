@@ -6,7 +6,11 @@ import { joinedMark, markMember, markTokens, markValue, withoutMarkToken } from 
 import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
 import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
+import { flatKey } from "./flatKey";
+import { drain, dropExpired } from "./sweepParts";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { MemoryHistory } from "../history/memoryHistory";
+import { digestOf, entriesOf, expiresAtOf, packed, packedJson, packTail, repacked, tokenOf, type Entry, type FieldWrite, type PackedCounters } from "./packedCounters";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../caps/totals/quotaStep";
 
 /** entries per part of a snapshot's text (a few ms of work each) */
@@ -14,14 +18,14 @@ export const SNAPSHOT_SLICE = 400;
 /** a part also ends once its text is this long (a few large entries: a recipient's long counter lists, block-list hashes) */
 const PART_CHARS = 64 * 1024;
 
-/** `,"name":[…]` of one map's entries (`entry` undefined: left out), in parts of at most `slice` entries or about PART_CHARS. */
-function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: (key: string, value: V) => unknown): Generator<string, void, undefined> {
+/** `,"name":[…]` of one map's entries (`entry`: its JSON text, undefined: left out), in parts of at most `slice` entries or about PART_CHARS. */
+function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: (key: string, value: V) => string | undefined): Generator<string, void, undefined> {
   let text = `,"${name}":[`;
   let made = 0;
   for (const [key, value] of map) {
     const json = entry(key, value);
     if (json === undefined) continue;
-    text += `${made === 0 ? "" : ","}${JSON.stringify(json)}`;
+    text += `${made === 0 ? "" : ","}${json}`;
     if (++made % slice === 0 || text.length >= PART_CHARS) {
       yield text;
       text = "";
@@ -30,13 +34,7 @@ function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: 
   yield `${text}]`;
 }
 
-/** One counter entry: as lua/caps/claim.lua packs it (ts, digest of the messageId, attempt token). */
-export type Entry = [ts: number, digest: number, token: number];
-
-interface CounterHash {
-  fields: Map<string, Entry[]>;
-  expiresAt: number;
-}
+export type { Entry } from "./packedCounters";
 
 interface Mark {
   member: string;
@@ -58,6 +56,8 @@ export interface MemorySnapshot {
 }
 
 const SWEEP_EVERY_MS = 60_000;
+/** entries a sweep looks at between two turns of the event loop (well under a ms of work) */
+export const SWEEP_SLICE = 2_000;
 
 /** a give-back that found nothing of its attempt */
 const NOTHING_GIVEN: ReleaseAnswer = Object.freeze({ given: 0, handed: 0 });
@@ -66,21 +66,34 @@ export type Clock = () => number;
 
 const wallClock: Clock = () => Math.floor(performance.timeOrigin + performance.now());
 
-/** A counter's entries at `now`: those still kept, and of them the ones that count; `holder`: the token of the member's counted entry. */
-function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, now: number, digest: number): { kept: Entry[]; times: number[]; held: boolean; holder: number } {
+/**
+ * A counter's entries at `now`: those still kept (as [ts, tail, …] pairs), and
+ * of them the times of those that count; `holder`: the token of the member's
+ * counted entry.
+ */
+function readCounter(hash: PackedCounters | undefined, spec: CounterSpec, now: number, digest: number): { kept: number[]; times: number[]; held: boolean; holder: number } {
   const { from, keepFrom } = counterBounds(spec, now);
-  const kept: Entry[] = [];
+  const kept: number[] = [];
   const times: number[] = [];
   let holder = -1;
-  for (const entry of entries ?? []) {
-    if (entry[0] < keepFrom) continue;
-    kept.push(entry);
-    if (entry[0] >= from) {
-      times.push(entry[0]);
-      if (holder < 0 && entry[1] === digest) holder = entry[2];
+  const at = entriesOf(hash, spec.field);
+  for (let i = at.from; i < at.to; i += 2) {
+    const ts = (hash as PackedCounters)[i] as number;
+    if (ts < keepFrom) continue;
+    const tail = (hash as PackedCounters)[i + 1] as number;
+    kept.push(ts, tail);
+    if (ts >= from) {
+      times.push(ts);
+      if (holder < 0 && digestOf(tail) === digest) holder = tokenOf(tail);
     }
   }
   return { kept, times, held: holder >= 0, holder };
+}
+
+/** The [ts, tail, …] pairs of `field` as they stand. */
+function pairsOf(hash: PackedCounters | undefined, field: string): number[] {
+  const at = entriesOf(hash, field);
+  return (hash ?? []).slice(at.from, at.to) as number[];
 }
 
 /**
@@ -91,6 +104,25 @@ function readCounter(entries: readonly Entry[] | undefined, spec: CounterSpec, n
  */
 function coField(field: string): string {
   return `${field}!co`;
+}
+
+/** Whether [ts, tail, …] `pairs` hold an entry of `tail`. */
+function holdsTail(pairs: readonly number[], tail: number): boolean {
+  for (let i = 1; i < pairs.length; i += 2) if (pairs[i] === tail) return true;
+  return false;
+}
+
+/** `pairs` without the entries of `tail`. */
+function withoutTail(pairs: readonly number[], tail: number): number[] {
+  const left: number[] = [];
+  for (let i = 0; i < pairs.length; i += 2) if (pairs[i + 1] !== tail) left.push(pairs[i], pairs[i + 1]);
+  return left;
+}
+
+/** The index of the first of `holders` (pairs) of the msg of `digest`, or -1. */
+function heirOf(holders: readonly number[], digest: number): number {
+  for (let i = 0; i < holders.length; i += 2) if (digestOf(holders[i + 1]) === digest) return i;
+  return -1;
 }
 
 /** What a map holds under `key` and has not expired at `now`: an expired one is dropped, as Redis would. */
@@ -120,7 +152,7 @@ export class MemoryStore implements AdmissionStore {
   readonly kind = "memory" as const;
   /** in-process and synchronous: a call cannot time out, so it needs no guard or queue */
   readonly remote = false;
-  private readonly counters = new Map<string, CounterHash>();
+  private readonly counters = new Map<string, PackedCounters>();
   private readonly hashes = new Map<string, Map<string, string>>();
   private readonly marks = new Map<string, Mark>();
   /**
@@ -138,12 +170,15 @@ export class MemoryStore implements AdmissionStore {
   private mutations = 0;
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
+  /** a sweep is running in turns: the next waits for it */
+  private sweeping = false;
+  private closed = false;
   /** decision histories: not in the snapshot (a diagnosis, not state the caps depend on) */
   private readonly history: MemoryHistory;
 
   constructor(private readonly clock: Clock = wallClock) {
     this.history = new MemoryHistory(clock);
-    this.sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
+    this.sweeper = setInterval(() => void this.sweepInTurns(), SWEEP_EVERY_MS);
     this.sweeper.unref();
   }
 
@@ -222,7 +257,7 @@ export class MemoryStore implements AdmissionStore {
     return requests.map((request) => {
       const hash = this.liveCounters(request.key, now);
       return request.counters.map((spec) => {
-        const { times } = readCounter(hash?.fields.get(spec.field), spec, now, -1);
+        const { times } = readCounter(hash, spec, now, -1);
         const full = times.length >= spec.max;
         return { count: times.length, full, retryAfterMs: full ? freeInMs(spec, times, now) : null };
       });
@@ -261,6 +296,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.sweeper);
   }
 
@@ -281,12 +317,13 @@ export class MemoryStore implements AdmissionStore {
   *snapshotParts(slice = SNAPSHOT_SLICE): Generator<string, void, undefined> {
     const now = this.clock();
     yield '{"version":2';
-    yield* listParts("counters", this.counters, slice, (key, hash) => (hash.expiresAt <= now ? undefined : [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]));
-    yield* listParts("hashes", this.hashes, slice, (key, fields) => [key, [...fields]]);
-    yield* listParts("marks", this.marks, slice, (key, mark) => (mark.expiresAt <= now ? undefined : [key, mark]));
-    yield* listParts("ceilings", this.ceilings, slice, (key, c) => (c.expiresAt <= now ? undefined : [key, { tat: c.tat, expiresAt: c.expiresAt }]));
-    const totals = [...listParts("quotas", this.quotas, Number.POSITIVE_INFINITY, (key, hash) => [key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }])];
-    totals.push(...listParts("givenBacks", this.givenBacks, Number.POSITIVE_INFINITY, (key, ids) => [key, [...ids]]));
+    // each recipient's text straight from its packed array: a save makes no arrays of a million recipients' entries
+    yield* listParts("counters", this.counters, slice, (key, hash) => (expiresAtOf(hash) <= now ? undefined : packedJson(key, hash)));
+    yield* listParts("hashes", this.hashes, slice, (key, fields) => JSON.stringify([key, [...fields]]));
+    yield* listParts("marks", this.marks, slice, (key, mark) => (mark.expiresAt <= now ? undefined : JSON.stringify([key, mark])));
+    yield* listParts("ceilings", this.ceilings, slice, (key, c) => (c.expiresAt <= now ? undefined : JSON.stringify([key, { tat: c.tat, expiresAt: c.expiresAt }])));
+    const totals = [...listParts("quotas", this.quotas, Number.POSITIVE_INFINITY, (key, hash) => JSON.stringify([key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]))];
+    totals.push(...listParts("givenBacks", this.givenBacks, Number.POSITIVE_INFINITY, (key, ids) => JSON.stringify([key, [...ids]])));
     yield `${totals.join("")}}`;
   }
 
@@ -297,7 +334,10 @@ export class MemoryStore implements AdmissionStore {
   }
 
   restore(snapshot: MemorySnapshot): void {
-    for (const [key, hash] of snapshot.counters) this.counters.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
+    for (const [key, hash] of snapshot.counters) {
+      const counters = packed(hash.expiresAt, hash.fields);
+      if (counters !== undefined) this.counters.set(key, counters);
+    }
     for (const [key, fields] of snapshot.hashes) this.hashes.set(key, new Map(fields));
     for (const [key, mark] of snapshot.marks) this.marks.set(key, mark);
     for (const [key, hash] of snapshot.quotas ?? []) this.quotas.set(key, { expiresAt: hash.expiresAt, fields: new Map(hash.fields) });
@@ -310,7 +350,7 @@ export class MemoryStore implements AdmissionStore {
     const now = this.clock();
     const digest = memberDigest(request.member);
     const hash = this.liveCounters(request.key, now);
-    const read = request.counters.map((spec) => readCounter(hash?.fields.get(spec.field), spec, now, digest));
+    const read = request.counters.map((spec) => readCounter(hash, spec, now, digest));
     const full = request.counters.map((spec, i) => {
       const r = read[i];
       return !r.held && r.times.length >= spec.max;
@@ -327,19 +367,24 @@ export class MemoryStore implements AdmissionStore {
       };
     });
     if (!blocked) {
+      const tail = packTail(digest, request.token);
+      const writes: FieldWrite[] = [];
+      let expiresAt = hash === undefined ? 0 : expiresAtOf(hash);
       request.counters.forEach((spec, i) => {
         // a shadow cap that would refuse is not claimed: it counts what really went out
         if (full[i]) return;
         const r = read[i];
-        if (!r.held) r.kept.push([now, digest, request.token]);
+        if (!r.held) r.kept.push(now, tail);
         else if (r.holder !== request.token && r.holder !== RECORD_TOKEN) {
           counters[i].coHeld = true;
-          const holders = hash?.fields.get(coField(spec.field)) ?? [];
-          if (!holders.some((e) => e[1] === digest && e[2] === request.token)) this.write(request.key, spec, [...holders, [0, digest, request.token]], now, coField(spec.field));
+          const holders = pairsOf(hash, coField(spec.field));
+          if (!holdsTail(holders, tail)) writes.push({ field: coField(spec.field), pairs: [...holders, 0, tail] });
         }
         counters[i].count = r.held ? r.times.length : r.times.length + 1;
-        this.write(request.key, spec, r.kept, now);
+        writes.push({ field: spec.field, pairs: r.kept });
+        expiresAt = Math.max(expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
       });
+      this.putCounters(request.key, hash, expiresAt, writes);
       const history = request.history;
       if (history !== undefined) this.history.addClaimed(request.key, now, history.after, history.keep, history.lifetimeMs);
     }
@@ -350,12 +395,17 @@ export class MemoryStore implements AdmissionStore {
     const now = this.clock();
     const digest = memberDigest(request.member);
     const hash = this.liveCounters(request.key, now);
-    return request.counters.map((spec) => {
-      const r = readCounter(hash?.fields.get(spec.field), spec, now, digest);
-      if (!r.held) r.kept.push([now, digest, RECORD_TOKEN]);
-      this.write(request.key, spec, r.kept, now);
+    const writes: FieldWrite[] = [];
+    let expiresAt = hash === undefined ? 0 : expiresAtOf(hash);
+    const counts = request.counters.map((spec) => {
+      const r = readCounter(hash, spec, now, digest);
+      if (!r.held) r.kept.push(now, packTail(digest, RECORD_TOKEN));
+      writes.push({ field: spec.field, pairs: r.kept });
+      expiresAt = Math.max(expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
       return r.held ? r.times.length : r.times.length + 1;
     });
+    this.putCounters(request.key, hash, expiresAt, writes);
+    return counts;
   }
 
   private releaseOne(request: ReleaseRequest): ReleaseAnswer {
@@ -372,39 +422,44 @@ export class MemoryStore implements AdmissionStore {
       this.marks.delete(request.key);
       return { given: 1, handed: 0 };
     }
-    const hash = this.liveCounters(request.key, now);
+    let hash = this.liveCounters(request.key, now);
     if (!hash) return NOTHING_GIVEN;
     const digest = memberDigest(request.member);
+    const mine = packTail(digest, request.token);
     let given = 0;
     let handed = 0;
-    const mine = (e: Entry): boolean => e[1] === digest && e[2] === request.token;
     for (const field of request.fields) {
       // this attempt held another's entry: it lets go of it, and the entry stays
-      const co = hash.fields.get(coField(field));
-      let holders = co ? co.filter((e) => !mine(e)) : [];
-      const entries = hash.fields.get(field);
-      if (entries) {
-        const left: Entry[] = [];
-        for (const e of entries) {
-          if (!mine(e)) {
-            left.push(e);
+      const co = pairsOf(hash, coField(field));
+      let holders = withoutTail(co, mine);
+      const at = entriesOf(hash, field);
+      const writes: FieldWrite[] = [];
+      if (at.to > 0) {
+        const left: number[] = [];
+        for (let i = at.from; i < at.to; i += 2) {
+          const ts = hash[i] as number;
+          const tail = hash[i + 1] as number;
+          if (tail !== mine) {
+            left.push(ts, tail);
             continue;
           }
           // another attempt of the same msg holds this entry too: it is handed to that one, not removed
-          const heir = holders.find((h) => h[1] === digest);
-          if (heir) {
-            left.push([e[0], e[1], heir[2]]);
-            holders = holders.filter((h) => h !== heir);
+          const heir = heirOf(holders, digest);
+          if (heir >= 0) {
+            left.push(ts, holders[heir + 1]);
+            holders = [...holders.slice(0, heir), ...holders.slice(heir + 2)];
             handed += 1;
           } else {
             given += 1;
           }
         }
-        if (left.length === 0) hash.fields.delete(field);
-        else hash.fields.set(field, left);
+        writes.push({ field, pairs: left });
       }
-      if (co && holders.length === 0) hash.fields.delete(coField(field));
-      else if (co && holders.length !== co.length) hash.fields.set(coField(field), holders);
+      if (co.length > 0 && holders.length !== co.length) writes.push({ field: coField(field), pairs: holders });
+      if (writes.length > 0) {
+        hash = this.putCounters(request.key, hash, expiresAtOf(hash), writes);
+        if (!hash) break;
+      }
     }
     return { given, handed };
   }
@@ -419,7 +474,7 @@ export class MemoryStore implements AdmissionStore {
     const now = this.clock();
     const mark = this.liveMark(check.markKey, now);
     if (!mark) {
-      this.marks.set(check.markKey, { member: markValue(check.member, check.token), expiresAt: now + check.markWindowMs });
+      this.marks.set(flatKey(check.markKey), { member: markValue(check.member, check.token), expiresAt: now + check.markWindowMs });
       return { kind: "clear", mark: "new" };
     }
     const first = markMember(mark.member);
@@ -433,18 +488,21 @@ export class MemoryStore implements AdmissionStore {
     return { kind: "duplicate", firstMember: first, retryAfterMs: Math.max(0, mark.expiresAt - now) };
   }
 
-  private write(key: string, spec: CounterSpec, entries: Entry[], now: number, field = spec.field): void {
-    let hash = this.counters.get(key);
-    if (!hash || hash.expiresAt <= now) {
-      hash = { fields: new Map(), expiresAt: 0 };
-      this.counters.set(key, hash);
-    }
-    hash.fields.set(field, entries);
-    hash.expiresAt = Math.max(hash.expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
+  /** `key`'s counters with `writes` applied (gone when no field is left): what it holds now. */
+  private putCounters(key: string, hash: PackedCounters | undefined, expiresAt: number, writes: readonly FieldWrite[]): PackedCounters | undefined {
+    const next = repacked(hash, expiresAt, writes);
+    if (next === undefined) this.counters.delete(key);
+    else this.counters.set(hash === undefined ? flatKey(key) : key, next);
+    return next;
   }
 
-  private liveCounters(key: string, now: number): CounterHash | undefined {
-    return live(this.counters, key, now);
+  private liveCounters(key: string, now: number): PackedCounters | undefined {
+    const hash = this.counters.get(key);
+    if (hash !== undefined && expiresAtOf(hash) <= now) {
+      this.counters.delete(key);
+      return undefined;
+    }
+    return hash;
   }
 
   private setField(key: string, field: string, value: string | undefined): void {
@@ -462,25 +520,38 @@ export class MemoryStore implements AdmissionStore {
     return live(this.marks, key, now);
   }
 
+  /** Drops what has expired, everywhere at once: before a snapshot is made, after one is read. */
   private sweep(): void {
-    const now = this.clock();
-    this.history.sweep(now);
-    for (const [key, hash] of this.counters) {
-      if (hash.expiresAt <= now) this.counters.delete(key);
+    drain(this.sweepParts(Number.POSITIVE_INFINITY));
+  }
+
+  /**
+   * The periodic sweep, a slice of entries per turn of the event loop: with a
+   * million recipients, one pass over them all held every gate of the process
+   * for tens of ms. Reads skip what has expired anyway, so a slow sweep only
+   * frees memory later.
+   */
+  async sweepInTurns(slice = SWEEP_SLICE): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      for (const parts = this.sweepParts(slice); !this.closed && parts.next().done !== true;) await nextTurn();
+    } finally {
+      this.sweeping = false;
     }
-    for (const [key, mark] of this.marks) {
-      if (mark.expiresAt <= now) this.marks.delete(key);
-    }
-    for (const [key, ceiling] of this.ceilings) {
-      if (ceiling.expiresAt <= now) this.ceilings.delete(key);
-    }
-    for (const [key, quota] of this.quotas) {
-      if (quota.expiresAt !== null && quota.expiresAt <= now) this.quotas.delete(key);
-    }
+  }
+
+  private *sweepParts(slice: number): Generator<void, void, undefined> {
+    const clock = this.clock;
+    yield* this.history.sweepParts(slice);
+    yield* dropExpired(this.counters, (hash, now) => expiresAtOf(hash) <= now, clock, slice);
+    yield* dropExpired(this.marks, (mark, now) => mark.expiresAt <= now, clock, slice);
+    yield* dropExpired(this.ceilings, (ceiling, now) => ceiling.expiresAt <= now, clock, slice);
+    yield* dropExpired(this.quotas, (quota, now) => quota.expiresAt !== null && quota.expiresAt <= now, clock, slice);
     // as the sorted set's ZREMRANGEBYSCORE: ids older than the horizon can no longer be given back anyway
-    for (const [key, ids] of this.givenBacks) {
+    yield* dropExpired(this.givenBacks, (ids, now) => {
       for (const [id, at] of ids) if (at < now - GIVE_BACK_HORIZON_MS) ids.delete(id);
-      if (ids.size === 0) this.givenBacks.delete(key);
-    }
+      return ids.size === 0;
+    }, clock, slice);
   }
 }
