@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { close, closeSync, existsSync, fdatasync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 
 const HEADER = { sendgate: "defer-journal", v: 2 };
@@ -9,6 +9,12 @@ export interface JournalRewrite {
   readonly bytes: number;
   /** writes a part of the lines */
   write(lines: readonly object[]): void;
+  /**
+   * puts what was written so far on disk, on the thread pool: the rename in
+   * `finish` then has little left to place (ext4 places a file's pending
+   * blocks in the rename that replaces another file: tens of ms for tens of MB)
+   */
+  settle(): Promise<void>;
   /** writes these last lines, then puts the file in place of the journal, which is appended to from now on */
   finish(lines: readonly object[]): void;
   /** drops the temporary file; the journal stays as it is */
@@ -26,6 +32,29 @@ function writeLines(fd: number, lines: readonly object[]): number {
   let written = 0;
   while (written < buffer.length) written += writeSync(fd, buffer, written);
   return buffer.length;
+}
+
+/**
+ * Puts `temporary` in `file`'s place; `openFd`: the old file's, open for
+ * appending. A file's blocks are freed when its last name and handle go: in
+ * the rename itself, had the handle been closed before, and that held every
+ * gate still for tens of ms with a journal of tens of MB. With the handle
+ * still open the rename only moves a name, and the handle is closed on the
+ * thread pool. Where a file open for writing cannot be renamed over
+ * (Windows), it is closed first.
+ */
+function replaceFile(temporary: string, file: string, openFd: number | undefined): void {
+  let fd = openFd;
+  try {
+    renameSync(temporary, file);
+  } catch (err) {
+    if (fd === undefined) throw err;
+    closeSync(fd);
+    fd = undefined;
+    renameSync(temporary, file);
+  } finally {
+    if (fd !== undefined) close(fd, () => undefined);
+  }
 }
 
 /**
@@ -87,8 +116,7 @@ export class DeferJournal {
       rmSync(temporary, { force: true });
       throw err;
     }
-    this.closeFile();
-    renameSync(temporary, this.file);
+    replaceFile(temporary, this.file, this.takeFile());
     this.fd = openSync(this.file, "a");
     this.appended = 0;
     return Buffer.byteLength(text);
@@ -140,13 +168,17 @@ export class DeferJournal {
         if (fd === undefined) throw new Error("the rewrite is over");
         bytes += writeLines(fd, lines);
       },
+      settle() {
+        if (fd === undefined) return Promise.reject(new Error("the rewrite is over"));
+        const settling = fd;
+        return new Promise((resolve, reject) => fdatasync(settling, (err) => (err ? reject(err) : resolve())));
+      },
       finish: (lines) => {
         if (fd === undefined) throw new Error("the rewrite is over");
         bytes += writeLines(fd, lines);
         closeTemporary();
-        this.closeFile();
         try {
-          renameSync(temporary, this.file);
+          replaceFile(temporary, this.file, this.takeFile());
         } finally {
           // the new file, or the old journal still whole if the rename failed
           this.fd = openSync(this.file, "a");
@@ -162,6 +194,13 @@ export class DeferJournal {
 
   close(): void {
     this.closeFile();
+  }
+
+  /** The journal's handle, no longer the journal's: the caller closes it. */
+  private takeFile(): number | undefined {
+    const fd = this.fd;
+    this.fd = undefined;
+    return fd;
   }
 
   private closeFile(): void {

@@ -230,17 +230,25 @@ export class MemoryDeferQueue implements DeferQueue {
 
   /** Everything held as changes that rebuild it (what a compacted journal holds); leased msgs come back due. */
   state(): QueueChange[] {
-    const lines: QueueChange[] = [];
-    // built without spreads: a compaction while the queues run makes these for every held msg in one go
+    return [...this.states(this.held.size)];
+  }
+
+  /**
+   * The first `limit` held msgs in the order they were first held, each as a
+   * line, made as they are asked for: a compaction while the queues run asks
+   * for a part per turn of the loop.
+   */
+  *states(limit: number): Generator<QueueChange & { op: "state" }, void, undefined> {
+    let made = 0;
     for (const [id, r] of this.held) {
-      // a copy of merged: a merge pushes onto the held msg's own list, and a compaction writes these lines over several turns
+      if (made++ >= limit) return;
+      // built without spreads: a compaction makes one for every held msg
       const line: QueueChange & { op: "state" } = { op: "state", id, stored: r.stored, releaseAt: r.releaseAt, merged: r.merged.slice(), units: [...r.units], dropped: r.dropped };
       if (r.expiresAt !== undefined) line.expiresAt = r.expiresAt;
       if (r.collapseKey !== undefined) line.key = r.collapseKey;
       if (r.tag !== undefined) line.tag = r.tag;
-      lines.push(line);
+      yield line;
     }
-    return lines;
   }
 
   /** Applies a recorded change (replaying the journal); live calls go through here too, so both agree. */

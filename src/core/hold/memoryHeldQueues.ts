@@ -33,10 +33,24 @@ type JournalLine = QueueChange & { g: string };
 
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 1_000;
+/** a part also ends once its msgs' texts are this long: made into JSON and written in a turn, they stay well under a few ms */
+const COMPACT_PART_CHARS = 64 * 1024;
 
 /** How soon a journal that could not be written (a full disk) is first tried again, written whole; then twice as long each time, up to JOURNAL_RETRY_MAX_MS. */
 export const JOURNAL_RETRY_MS = 1_000;
 const JOURNAL_RETRY_MAX_MS = 30_000;
+
+/** The next lines of `lines`: COMPACT_SLICE of them, or fewer that hold COMPACT_PART_CHARS of msgs (a few large msgs). */
+function partOf(lines: Iterator<JournalLine>): JournalLine[] {
+  const part: JournalLine[] = [];
+  let chars = 0;
+  for (let next = lines.next(); next.done !== true; next = lines.next()) {
+    part.push(next.value);
+    if (next.value.op === "state") chars += next.value.stored.length;
+    if (part.length === COMPACT_SLICE || chars >= COMPACT_PART_CHARS) break;
+  }
+  return part;
+}
 
 /** A compaction under way while the queues run: the journal's changes since it began, to follow what it writes. */
 interface Compacting {
@@ -179,45 +193,58 @@ export class MemoryDeferStore {
     fault.retry.unref();
   }
 
-  /** What is held now, as the lines that rebuild it: made at once (each msg's text is a string already, shared, not copied). */
-  private stateLines(): JournalLine[] {
-    const lines: JournalLine[] = [];
-    for (const [gate, queue] of this.queues) {
-      for (const change of queue.state()) {
-        // the queue made each line for this: named by its gate in place, not copied
-        (change as JournalLine).g = gate;
-        lines.push(change as JournalLine);
+  /**
+   * What is held now, as the lines that rebuild it, made as they are asked
+   * for (each msg's text is a string already, shared, not copied). Of each
+   * queue, the msgs it held when this was called: a Map lists what it held
+   * first before what was added later, and the lines of a msg held later are
+   * in the changes a compaction writes after these.
+   */
+  private stateLines(): Generator<JournalLine, void, undefined> {
+    const queues = [...this.queues].map(([gate, queue]) => ({ gate, queue, held: queue.count }));
+    return (function* lines() {
+      for (const { gate, queue, held } of queues) {
+        for (const change of queue.states(held)) {
+          // the queue made each line for this: named by its gate in place, not copied
+          (change as JournalLine).g = gate;
+          yield change as JournalLine;
+        }
       }
-    }
-    return lines;
+    })();
   }
 
   /** Compacts at once (on start, on close): the queues do not run meanwhile. */
   private compact(): void {
-    const lines = this.stateLines();
+    const lines = [...this.stateLines()];
     // the size the rewrite wrote, as it wrote it: measured again, every msg would be turned into JSON twice
     this.lastCompactBytes = (this.journal as DeferJournal).rewrite(lines);
   }
 
   /**
    * Compacts while the queues run, COMPACT_SLICE msgs at a time with a turn
-   * of the event loop between (in one piece it stood every gate still: ~0.5 s
-   * for 100,000 held msgs). It writes what was held when it began, then the
-   * changes made since, which the journal also has meanwhile: replayed in
-   * order, they rebuild what is held when it ends. A crash before the file
-   * takes the journal's place leaves the journal whole.
+   * of the event loop between, both in listing what is held and in writing
+   * it (in one piece it stood every gate still: ~0.5 s for 100,000 held
+   * msgs). It writes what was held when it began, each msg as it stands when
+   * its part is made, then every change made since it began, which the
+   * journal also has meanwhile. Replayed in that order they rebuild what is
+   * held when it ends: a msg's changes that come before its line are replayed
+   * again on it, and each is either whole (put, state, remove) or done once
+   * (a merge names its unit). A crash before the file takes the journal's
+   * place leaves the journal whole.
    */
   private async compactInParts(): Promise<void> {
     let compacting: Compacting | undefined;
     try {
-      const state = this.stateLines();
       compacting = { rewrite: (this.journal as DeferJournal).beginRewrite(), since: [], abandoned: false };
       this.compacting = compacting;
-      for (let from = 0; from < state.length; from += COMPACT_SLICE) {
-        compacting.rewrite.write(state.slice(from, from + COMPACT_SLICE));
+      const state = this.stateLines();
+      for (let part = partOf(state); part.length > 0; part = partOf(state)) {
+        compacting.rewrite.write(part);
         await nextTurn();
-        if ((compacting).abandoned) return;
+        if (compacting.abandoned) return;
       }
+      await compacting.rewrite.settle();
+      if (compacting.abandoned) return;
       // in one go with no turn between: no change can fall between the lines and the file taking over
       compacting.rewrite.finish(compacting.since);
       this.lastCompactBytes = compacting.rewrite.bytes;

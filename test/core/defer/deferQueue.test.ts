@@ -732,6 +732,40 @@ describe("memory defer store: the journal is always what is still owed", functio
     second.close();
   });
 
+  it("lists what is held a part per turn: msgs released, replaced or merged into before their part is made, and msgs held after it began, are rebuilt as they stand", async () => {
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const queue = first.queue(GATE);
+    const n = 5 * COMPACT_SLICE;
+    // the last ten are due: the first changes below take them, long before the compaction lists their part
+    await queue.deferMany(Array.from({ length: n }, (_, i) => ({
+      entry: entry({ id: `h${i}`, dueAt: i >= n - 10 ? now - 1 : now + 60_000 + i, msg: { payload: "x".repeat(100), i } }), ...(i === n - 20 ? { collapseKey: "end-k" } : {}),
+    })));
+    await turn();
+    assert.ok(compacting(), "crossing the threshold began a compaction, on the next turn");
+    await queue.ack((await queue.takeDue(5, 1000)).map((m) => m.id));
+    await queue.defer(entry({ id: `h${n - 30}`, dueAt: now + 5, msg: { replaced: true } }));
+    await queue.defer(entry({ id: "merged", msg: { n: 1 } }), "end-k");
+    await queue.defer(entry({ id: "fresh", dueAt: now + 7, msg: { n: 2 } }), "fresh-k");
+    await queue.defer(entry({ id: "into-fresh", msg: { n: 3 } }), "fresh-k");
+    assert.ok(compacting(), "every change came before the last part was listed");
+    let turns = 0;
+    while (compacting()) {
+      await turn();
+      turns++;
+    }
+    assert.ok(turns >= 3, `the compaction went on for ${turns} more turns`);
+    const lines = (q: MemoryDeferQueue): string[] => q.state().map((line) => JSON.stringify(line)).sort();
+    const held = lines(queue);
+    assert.equal(held.length, n - 5 + 1, "five released, one held after it began; the two merged are in their groups");
+    // the process dies here: the file alone rebuilds every held msg as it stands
+    const second = open(() => now);
+    assert.deepEqual(lines(second.queue(GATE)), held);
+    assert.deepEqual(warnings, []);
+    second.close();
+    first.close();
+  });
+
   it("keeps a hand-back of 150,000 msgs made in one call while it compacts (its lines follow the compaction's)", async function () {
     this.timeout(60_000);
     const now = Date.now();
