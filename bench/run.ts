@@ -28,6 +28,7 @@ import { pacingTable, skipTable } from "./report/throughputTable";
 import { measureThroughput } from "./throughput/measureThroughput";
 import { measureTotals } from "./totals/measureTotals";
 import { measureStateFile, stateFileTable } from "./stateFile/measureStateFile";
+import { measureScale, scaleTable } from "./stateFile/heapPerRecipient";
 import { totalsTable } from "./report/totalsTable";
 import { scenarios } from "./scenarios";
 import { readSettings } from "./settings";
@@ -73,7 +74,8 @@ async function main(): Promise<void> {
   const throughput = !settings.only || settings.only.includes("throughput");
   const totals = !settings.only || settings.only.includes("totals");
   const stateFile = !settings.only || settings.only.includes("statefile");
-  const rest = notDefer?.filter((name) => name !== "burst" && name !== "campaign" && name !== "adpath" && name !== "core" && name !== "throughput" && name !== "totals" && name !== "statefile");
+  const scale = !settings.only || settings.only.includes("scale");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "campaign" && name !== "adpath" && name !== "core" && name !== "throughput" && name !== "totals" && name !== "statefile" && name !== "scale");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -112,6 +114,7 @@ async function main(): Promise<void> {
     const throughputRows = throughput ? await measureThroughput({ red: host.red, redisUrl: settings.redisUrl, prefix, progress }) : undefined;
     const totalsRows = totals ? await measureTotals(settings.totalSends, progress) : undefined;
     const stateFileRows = stateFile ? await measureStateFile(progress) : [];
+    const scaleRow = scale ? await measureScale(progress) : undefined;
 
     console.log(machineLine(machine, postgres, stolenShare(ticksAtStart, cpuTicks())));
     if (rows.length > 0) {
@@ -193,6 +196,11 @@ async function main(): Promise<void> {
       printSection("memory store files: the state file of counters of 3 caps per recipient, saved once (a cap-config saves every 5 s what changed); "
         + "the defer journal of held msgs, compacted once; longest stall: the longest gap between the ticks of a 1 ms timer beside it, what every gate waits meanwhile",
       stateFileTable(stateFileRows));
+    }
+    if (scaleRow) {
+      printSection("memory store at scale: a million recipients of one send under 1 cap, in a store of its own; heap after a full GC, before and after filling it; "
+        + "loop delay: monitorEventLoopDelay's max (1 ms resolution) during one save in parts, alone and beside claims of 100 recipients every ms, and as long again with those claims alone",
+      scaleTable(scaleRow));
     }
     if (verdicts.some((v) => v.measured.failOpen + v.warmup.failOpen + v.measured.errors + v.warmup.errors > 0)) process.exitCode = 1;
   } finally {

@@ -19,7 +19,7 @@ export interface BenchSettings {
   databaseUrl: string;
   /** seed of the recipient choice, so two runs send the same msgs */
   seed: number;
-  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `campaign` the million-msg campaign rows, `adpath` the check / record rows, `core` the Redis-cost rows, `totals` the total-cap rows, `throughput` the throughput-gate's rows beside the delay node, `statefile` the memory store's save */
+  /** run only these scenarios (BENCH_SCENARIOS=memory-5cap,redis-5cap), e.g. under a profiler; `defer`, `defer-raw`, `defer-gate` name the defer rows, `burst` the burst rows, `campaign` the million-msg campaign rows, `adpath` the check / record rows, `core` the Redis-cost rows, `totals` the total-cap rows, `throughput` the throughput-gate's rows beside the delay node, `statefile` the memory store's save, `scale` the memory store at a million recipients */
   only?: string[];
   /** msgs deferred and released per defer row (the gate row sends each of its recipients two, so twice this many in all) */
   deferMsgs: number;

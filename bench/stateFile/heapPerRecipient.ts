@@ -1,0 +1,113 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { capCounterKey } from "../../src/core/caps/keys";
+import { MemoryStore } from "../../src/core/store/memoryStore";
+import { MemoryStateFile } from "../../src/core/store/memoryStateFile";
+import { renderTable, whole, ms } from "../report/markdown";
+import { watchLoop, type LoopStalls } from "./loopWatch";
+
+/** The memory store at scale: heap per recipient, and the loop's longest delay while it saves, idle and while sending. */
+export interface ScaleRow {
+  recipients: number;
+  heapBytesPerRecipient: number;
+  /** during a save with nothing else running */
+  saveIdle: LoopStalls;
+  /** during a save while claims of 100 recipients run every ms */
+  saveSending: LoopStalls;
+  /** over as long again with those claims and no save */
+  sending: LoopStalls;
+  /** during a sweep of the million (all still live: each is looked at) */
+  sweep: LoopStalls;
+  saveMs: number;
+}
+
+export const SCALE_RECIPIENTS = 1_000_000;
+
+const CAP = [{ field: "day", windowMs: 86_400_000, max: 10 }];
+
+/** node's gc(), without --expose-gc on the command line */
+function collector(): () => void {
+  setFlagsFromString("--expose-gc");
+  return runInNewContext("gc") as () => void;
+}
+
+function keyOf(i: number): string {
+  return capCounterKey("fc", "default", `+1555${String(i).padStart(7, "0")}`);
+}
+
+async function fill(store: MemoryStore, recipients: number): Promise<void> {
+  for (let i = 0; i < recipients; i += 5_000) {
+    await store.claim(Array.from({ length: Math.min(5_000, recipients - i) }, (_, j) => ({ key: keyOf(i + j), member: `m${i + j}`, token: 1, counters: CAP })));
+  }
+}
+
+/** How the loop stood while `run` ran. */
+async function watched(run: () => Promise<void>): Promise<LoopStalls> {
+  const stop = watchLoop();
+  await run();
+  return stop();
+}
+
+/** Claims of 100 recipients already held, every ms, until `stop` says so: a gate sending while the store saves. */
+async function sending(recipients: number, store: MemoryStore, until: () => boolean): Promise<void> {
+  let next = 0;
+  while (!until()) {
+    await store.claim(Array.from({ length: 100 }, () => {
+      const i = next++ % recipients;
+      return { key: keyOf(i), member: `m${i}`, token: 1, counters: CAP };
+    }));
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+export async function measureScale(progress: (text: string) => void, recipients = SCALE_RECIPIENTS): Promise<ScaleRow> {
+  const gc = collector();
+  const dir = mkdtempSync(join(tmpdir(), "sendgate-bench-scale-"));
+  try {
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const store = new MemoryStore();
+    progress(`memory store: ${recipients} recipients × 1 cap`);
+    await fill(store, recipients);
+    gc();
+    const heapBytesPerRecipient = (process.memoryUsage().heapUsed - before) / recipients;
+    const file = new MemoryStateFile(store, join(dir, "memory.json"));
+    const touch = (): Promise<unknown> => store.claim([{ key: keyOf(0), member: `m${Date.now()}`, token: 2, counters: CAP }]);
+    await touch();
+    let saveMs = 0;
+    const saveIdle = await watched(async () => {
+      const started = performance.now();
+      await file.save();
+      saveMs = performance.now() - started;
+    });
+    await touch();
+    let saved = false;
+    const saveSending = await watched(async () => {
+      await Promise.all([file.save().then(() => { saved = true; }), sending(recipients, store, () => saved)]);
+    });
+    const ends = performance.now() + saveMs;
+    const sending_ = await watched(() => sending(recipients, store, () => performance.now() >= ends));
+    const sweep = await watched(() => store.sweepInTurns());
+    await file.close();
+    await store.close();
+    return { recipients, heapBytesPerRecipient, saveIdle, saveSending, sending: sending_, sweep, saveMs };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function scaleTable(row: ScaleRow): string {
+  const line = (what: string, stalls: LoopStalls): string[] => [what, ms(stalls.longestGapMs), ms(stalls.delayMaxMs), ms(stalls.longestGcMs)];
+  return [
+    `${whole.format(row.recipients)} recipients × 1 cap, one send each: ${whole.format(row.heapBytesPerRecipient)} B of heap per recipient; a save in parts takes ${ms(row.saveMs)} ms`,
+    "",
+    renderTable(
+      ["while", "longest event-loop stall ms", "loop delay max ms", "longest GC pause ms"],
+      [false, true, true, true],
+      [line("a save, idle", row.saveIdle), line("a save, while sending", row.saveSending), line("sending, no save (floor)", row.sending), line("a sweep, idle", row.sweep)],
+    ),
+  ].join("\n");
+}
