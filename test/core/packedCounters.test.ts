@@ -27,10 +27,16 @@ describe("the memory store's packed counters", () => {
     assert.equal(repacked(without, 10_000, [{ field: "day", pairs: [] }]), undefined, "no field left: nothing to keep");
   });
 
+  it("puts a new field written twice where it was first written, with its last entries", () => {
+    const next = repacked(undefined, 1, [{ field: "f", pairs: [1, 1] }, { field: "g", pairs: [2, 2] }, { field: "f", pairs: [3, 3] }]);
+    assert.deepEqual((next as (number | string)[]).slice(1), ["f", 3, 3, "g", 2, 2]);
+  });
+
   it("makes an array of exactly the length it fills, with no hole", () => {
     const next = repacked(packed(1, [["a", day]]), 2, [{ field: "b", pairs: [1, 2] }]) as (number | string)[];
     assert.equal(next.length, 1 + 1 + 4 + 1 + 2);
-    assert.ok(next.every((item) => item !== undefined));
+    // every() skips holes: each index is looked at
+    for (let i = 0; i < next.length; i++) assert.ok(i in next && next[i] !== undefined, `slot ${i} is filled`);
   });
 
   it("writes a recipient's snapshot text as JSON.stringify would write its unpacked entry: keys and fields escaped", () => {

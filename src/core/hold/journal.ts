@@ -12,7 +12,7 @@ export interface JournalRewrite {
   /**
    * puts what was written so far on disk, on the thread pool: the rename in
    * `finish` then has little left to place (ext4 places a file's pending
-   * blocks in the rename that replaces another file: tens of ms for tens of MB)
+   * blocks in the rename that replaces another file, on the calling thread)
    */
   settle(): Promise<void>;
   /** writes these last lines, then puts the file in place of the journal, which is appended to from now on */
@@ -37,8 +37,8 @@ function writeLines(fd: number, lines: readonly object[]): number {
 /**
  * Puts `temporary` in `file`'s place; `openFd`: the old file's, open for
  * appending. A file's blocks are freed when its last name and handle go: in
- * the rename itself, had the handle been closed before, and that held every
- * gate still for tens of ms with a journal of tens of MB. With the handle
+ * the rename itself, had the handle been closed before, with every gate
+ * waiting as long as a large file takes to free. With the handle
  * still open the rename only moves a name, and the handle is closed on the
  * thread pool. Where a file open for writing cannot be renamed over
  * (Windows), it is closed first.
@@ -49,8 +49,10 @@ function replaceFile(temporary: string, file: string, openFd: number | undefined
     renameSync(temporary, file);
   } catch (err) {
     if (fd === undefined) throw err;
-    closeSync(fd);
+    const open = fd;
+    // not closed twice, even when this close throws: the number may be the new journal's by then
     fd = undefined;
+    closeSync(open);
     renameSync(temporary, file);
   } finally {
     if (fd !== undefined) close(fd, () => undefined);

@@ -234,7 +234,8 @@ export class MemoryDeferQueue implements DeferQueue {
   }
 
   /**
-   * The first `limit` held msgs in the order they were first held, each as a
+   * The first `limit` held msgs in the queue's order (the order their ids
+   * were held in, a msg held again after it went counting as new), each as a
    * line, made as they are asked for: a compaction while the queues run asks
    * for a part per turn of the loop.
    */

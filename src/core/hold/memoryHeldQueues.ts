@@ -33,7 +33,7 @@ type JournalLine = QueueChange & { g: string };
 
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 1_000;
-/** a part also ends once its msgs' texts are this long: made into JSON and written in a turn, they stay well under a few ms */
+/** a part also ends once its msgs' texts (merged ones included) are this long: a few large msgs make a part of their own */
 const COMPACT_PART_CHARS = 64 * 1024;
 
 /** How soon a journal that could not be written (a full disk) is first tried again, written whole; then twice as long each time, up to JOURNAL_RETRY_MAX_MS. */
@@ -46,7 +46,10 @@ function partOf(lines: Iterator<JournalLine>): JournalLine[] {
   let chars = 0;
   for (let next = lines.next(); next.done !== true; next = lines.next()) {
     part.push(next.value);
-    if (next.value.op === "state") chars += next.value.stored.length;
+    if (next.value.op === "state") {
+      chars += next.value.stored.length;
+      for (const merged of next.value.merged) chars += merged.length;
+    }
     if (part.length === COMPACT_SLICE || chars >= COMPACT_PART_CHARS) break;
   }
   return part;
@@ -196,9 +199,10 @@ export class MemoryDeferStore {
   /**
    * What is held now, as the lines that rebuild it, made as they are asked
    * for (each msg's text is a string already, shared, not copied). Of each
-   * queue, the msgs it held when this was called: a Map lists what it held
-   * first before what was added later, and the lines of a msg held later are
-   * in the changes a compaction writes after these.
+   * queue, as many msgs as it held when this was called, first in its order:
+   * a Map keeps the msgs it still holds from then before any added since, so
+   * every one of them is listed (and maybe some added since, whose changes a
+   * compaction also writes after these lines).
    */
   private stateLines(): Generator<JournalLine, void, undefined> {
     const queues = [...this.queues].map(([gate, queue]) => ({ gate, queue, held: queue.count }));
@@ -223,14 +227,16 @@ export class MemoryDeferStore {
   /**
    * Compacts while the queues run, COMPACT_SLICE msgs at a time with a turn
    * of the event loop between, both in listing what is held and in writing
-   * it (in one piece it stood every gate still: ~0.5 s for 100,000 held
-   * msgs). It writes what was held when it began, each msg as it stands when
-   * its part is made, then every change made since it began, which the
-   * journal also has meanwhile. Replayed in that order they rebuild what is
-   * held when it ends: a msg's changes that come before its line are replayed
-   * again on it, and each is either whole (put, state, remove) or done once
-   * (a merge names its unit). A crash before the file takes the journal's
-   * place leaves the journal whole.
+   * it (in one piece it stood every gate still for the whole rewrite). It
+   * writes what was held when it began, each msg as it stands when its part
+   * is made, then every change made since it began, which the journal also
+   * has meanwhile. Replayed in that order they rebuild what is held when it
+   * ends, though a msg's changes made before its line are replayed again on
+   * it: a remove, and a put that replaces the msg, give the same result on
+   * any earlier state; a put that keeps what was merged keeps the line's
+   * merged msgs, and a merge already in them is skipped (it names its unit).
+   * A crash before the file takes the journal's place leaves the journal
+   * whole.
    */
   private async compactInParts(): Promise<void> {
     let compacting: Compacting | undefined;
@@ -253,6 +259,8 @@ export class MemoryDeferStore {
         this.options.warn(`memory defer queue: ${String(this.options.file)} is written whole again`);
       }
     } catch (err) {
+      // closed meanwhile (a sync under way fails on the closed file): nothing to warn of, the close compacts
+      if (compacting?.abandoned === true) return;
       this.abandonCompaction();
       if (this.journalFault) {
         // warned of once: tried again until it works

@@ -56,7 +56,7 @@ export interface MemorySnapshot {
 }
 
 const SWEEP_EVERY_MS = 60_000;
-/** entries a sweep looks at between two turns of the event loop (well under a ms of work) */
+/** entries a sweep looks at between two turns of the event loop: few enough that no gate waits for them */
 export const SWEEP_SLICE = 2_000;
 
 /** a give-back that found nothing of its attempt */
@@ -170,7 +170,7 @@ export class MemoryStore implements AdmissionStore {
   private mutations = 0;
   private readonly stateHolder = new StateHolder("ready");
   private readonly sweeper: NodeJS.Timeout;
-  /** a sweep is running in turns: the next waits for it */
+  /** a sweep is running in turns: one that comes due meanwhile is skipped */
   private sweeping = false;
   private closed = false;
   /** decision histories: not in the snapshot (a diagnosis, not state the caps depend on) */
@@ -526,10 +526,10 @@ export class MemoryStore implements AdmissionStore {
   }
 
   /**
-   * The periodic sweep, a slice of entries per turn of the event loop: with a
-   * million recipients, one pass over them all held every gate of the process
-   * for tens of ms. Reads skip what has expired anyway, so a slow sweep only
-   * frees memory later.
+   * The periodic sweep, a slice of entries per turn of the event loop: one
+   * pass over every recipient held every gate of the process for as long as
+   * it took. Reads skip what has expired anyway, so a slow sweep only frees
+   * memory later.
    */
   async sweepInTurns(slice = SWEEP_SLICE): Promise<void> {
     if (this.sweeping) return;

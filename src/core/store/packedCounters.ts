@@ -6,9 +6,11 @@ export type Entry = [ts: number, digest: number, token: number];
  * `[expiresAt, field, ts, tail, ts, tail, …, field, ts, tail, …]`. An entry is
  * two numbers, its time and its tail (the messageId's digest × 65536 + the
  * attempt's token, as the scripts pack it); a field is the string before its
- * entries. A Map of fields holding an array per entry made five objects of a
- * recipient with one send, and the embedded store must hold a million
- * recipients in the heap of one Node-RED.
+ * entries. A Map of fields holding an array per entry made several objects
+ * of every recipient, each with its own header and spare room, and the
+ * embedded store must hold a million recipients in the heap of one
+ * Node-RED. (A time or a tail is too large for V8 to keep inline, so each
+ * is a number object of its own: the array saves the containers.)
  */
 export type PackedCounters = (number | string)[];
 
@@ -66,9 +68,13 @@ export function repacked(packed: PackedCounters | undefined, expiresAt: number, 
     for (let i = writes.length - 1; i >= 0; i--) if (writes[i].field === name) return writes[i];
     return undefined;
   };
-  const fresh = writes.filter((w) => lastWrite(w.field) === w && entriesOf(packed, w.field).to === 0);
+  // a new field goes where it was first written, with what it was written last
+  const fresh = writes.filter((w, index) => writes.findIndex((x) => x.field === w.field) === index && entriesOf(packed, w.field).to === 0);
   let length = 1;
-  for (const w of fresh) if (w.pairs.length > 0) length += 1 + w.pairs.length;
+  for (const w of fresh) {
+    const pairs = (lastWrite(w.field) as FieldWrite).pairs.length;
+    if (pairs > 0) length += 1 + pairs;
+  }
   forEachField(packed, (name, from, to) => {
     const w = lastWrite(name);
     const pairs = w === undefined ? to - from : w.pairs.length;
@@ -88,7 +94,10 @@ export function repacked(packed: PackedCounters | undefined, expiresAt: number, 
     if (w === undefined) put(name, packed as PackedCounters, from, to);
     else put(name, w.pairs, 0, w.pairs.length);
   });
-  for (const w of fresh) put(w.field, w.pairs, 0, w.pairs.length);
+  for (const w of fresh) {
+    const last = lastWrite(w.field) as FieldWrite;
+    put(w.field, last.pairs, 0, last.pairs.length);
+  }
   return out;
 }
 

@@ -755,6 +755,10 @@ describe("memory defer store: the journal is always what is still owed", functio
       turns++;
     }
     assert.ok(turns >= 3, `the compaction went on for ${turns} more turns`);
+    // listed as they stood when their part was made: the replaced msg's line holds its new text (a list made at the start would hold the old)
+    const written = readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { op?: string; id?: string; stored?: string });
+    const replaced = written.find((line) => line.op === "state" && line.id === `h${n - 30}`);
+    assert.ok(replaced?.stored?.includes("replaced"), "the line of a msg replaced before its part was made is what it holds now");
     const lines = (q: MemoryDeferQueue): string[] => q.state().map((line) => JSON.stringify(line)).sort();
     const held = lines(queue);
     assert.equal(held.length, n - 5 + 1, "five released, one held after it began; the two merged are in their groups");
