@@ -22,6 +22,8 @@ export interface ScaleRow {
   /** during a sweep of the million (all still live: each is looked at) */
   sweep: LoopStalls;
   saveMs: number;
+  /** how long making one part of the save's text takes (a pass over the parts, nothing written): the package's own share of a turn */
+  partMs: { median: number; max: number; parts: number };
 }
 
 export const SCALE_RECIPIENTS = 1_000_000;
@@ -42,6 +44,21 @@ async function fill(store: MemoryStore, recipients: number): Promise<void> {
   for (let i = 0; i < recipients; i += 5_000) {
     await store.claim(Array.from({ length: Math.min(5_000, recipients - i) }, (_, j) => ({ key: keyOf(i + j), member: `m${i + j}`, token: 1, counters: CAP })));
   }
+}
+
+/** Times the making of each part of the store's snapshot text, after a pass to warm it up. */
+function partTimes(store: MemoryStore): ScaleRow["partMs"] {
+  for (const part of store.snapshotParts()) void part;
+  const times: number[] = [];
+  let started = performance.now();
+  for (const part of store.snapshotParts()) {
+    void part;
+    const now = performance.now();
+    times.push(now - started);
+    started = now;
+  }
+  times.sort((a, b) => a - b);
+  return { median: times[times.length >> 1], max: times[times.length - 1], parts: times.length };
 }
 
 /** How the loop stood while `run` ran. */
@@ -74,6 +91,7 @@ export async function measureScale(progress: (text: string) => void, recipients 
     await fill(store, recipients);
     gc();
     const heapBytesPerRecipient = (process.memoryUsage().heapUsed - before) / recipients;
+    const partMs = partTimes(store);
     const file = new MemoryStateFile(store, join(dir, "memory.json"));
     const touch = (): Promise<unknown> => store.claim([{ key: keyOf(0), member: `m${Date.now()}`, token: 2, counters: CAP }]);
     await touch();
@@ -93,7 +111,7 @@ export async function measureScale(progress: (text: string) => void, recipients 
     const sweep = await watched(() => store.sweepInTurns());
     await file.close();
     await store.close();
-    return { recipients, heapBytesPerRecipient, saveIdle, saveSending, sending: sending_, sweep, saveMs };
+    return { recipients, heapBytesPerRecipient, saveIdle, saveSending, sending: sending_, sweep, saveMs, partMs };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -102,7 +120,8 @@ export async function measureScale(progress: (text: string) => void, recipients 
 export function scaleTable(row: ScaleRow): string {
   const line = (what: string, stalls: LoopStalls): string[] => [what, ms(stalls.longestGapMs), ms(stalls.delayMaxMs), ms(stalls.longestGcMs)];
   return [
-    `${whole.format(row.recipients)} recipients × 1 cap, one send each: ${whole.format(row.heapBytesPerRecipient)} B of heap per recipient; a save in parts takes ${ms(row.saveMs)} ms`,
+    `${whole.format(row.recipients)} recipients × 1 cap, one send each: ${whole.format(row.heapBytesPerRecipient)} B of heap per recipient; a save in parts takes ${ms(row.saveMs)} ms; `
+      + `each of its ${whole.format(row.partMs.parts)} parts of text takes ${ms(row.partMs.median)} ms (median), ${ms(row.partMs.max)} at most (timed apart, warm)`,
     "",
     renderTable(
       ["while", "longest event-loop stall ms", "loop delay max ms", "longest GC pause ms"],

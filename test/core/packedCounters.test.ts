@@ -1,5 +1,20 @@
 import assert from "node:assert/strict";
-import { entriesOf, packed, packedJson, packTail, repacked, unpacked, type Entry } from "../../src/core/store/packedCounters";
+import { digestOf, packTail, tokenOf } from "../../src/core/store/counterEntry";
+import { entriesOf, packed, packedJson, repacked, type Entry, type PackedCounters } from "../../src/core/store/packedCounters";
+
+/** Each field and its entries, as a snapshot lists them (the shape the store kept before it packed them). */
+function unpacked(p: PackedCounters): [string, Entry[]][] {
+  const fields: [string, Entry[]][] = [];
+  for (let i = 1; i < p.length; i++) {
+    const item = p[i];
+    if (typeof item === "string") fields.push([item, []]);
+    else {
+      const tail = p[++i] as number;
+      fields[fields.length - 1][1].push([item, digestOf(tail), tokenOf(tail)]);
+    }
+  }
+  return fields;
+}
 
 describe("the memory store's packed counters", () => {
   const day: Entry[] = [[1_000, 0xffffffff, 65535], [2_000, 7, 0]];

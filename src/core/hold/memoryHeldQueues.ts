@@ -30,6 +30,8 @@ export interface MemoryDeferStoreOptions {
 }
 
 type JournalLine = QueueChange & { g: string };
+/** a held msg as a compaction writes it */
+type StateLine = JournalLine & { op: "state" };
 
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 1_000;
@@ -41,18 +43,27 @@ export const JOURNAL_RETRY_MS = 1_000;
 const JOURNAL_RETRY_MAX_MS = 30_000;
 
 /** The next lines of `lines`: COMPACT_SLICE of them, or fewer that hold COMPACT_PART_CHARS of msgs (a few large msgs). */
-function partOf(lines: Iterator<JournalLine>): JournalLine[] {
-  const part: JournalLine[] = [];
+function partOf(lines: Iterator<StateLine>): StateLine[] {
+  const part: StateLine[] = [];
   let chars = 0;
   for (let next = lines.next(); next.done !== true; next = lines.next()) {
     part.push(next.value);
-    if (next.value.op === "state") {
-      chars += next.value.stored.length;
-      for (const merged of next.value.merged) chars += merged.length;
-    }
+    chars += next.value.stored.length;
+    for (const merged of next.value.merged) chars += merged.length;
     if (part.length === COMPACT_SLICE || chars >= COMPACT_PART_CHARS) break;
   }
   return part;
+}
+
+/** The first `held` msgs of each queue, as lines named by their gate. */
+function* linesOf(queues: readonly { gate: string; queue: MemoryDeferQueue; held: number }[]): Generator<StateLine, void, undefined> {
+  for (const { gate, queue, held } of queues) {
+    for (const change of queue.states(held)) {
+      // the queue made each line for this: named by its gate in place, not copied
+      (change as StateLine).g = gate;
+      yield change as StateLine;
+    }
+  }
 }
 
 /** A compaction under way while the queues run: the journal's changes since it began, to follow what it writes. */
@@ -204,17 +215,9 @@ export class MemoryDeferStore {
    * every one of them is listed (and maybe some added since, whose changes a
    * compaction also writes after these lines).
    */
-  private stateLines(): Generator<JournalLine, void, undefined> {
-    const queues = [...this.queues].map(([gate, queue]) => ({ gate, queue, held: queue.count }));
-    return (function* lines() {
-      for (const { gate, queue, held } of queues) {
-        for (const change of queue.states(held)) {
-          // the queue made each line for this: named by its gate in place, not copied
-          (change as JournalLine).g = gate;
-          yield change as JournalLine;
-        }
-      }
-    })();
+  private stateLines(): Generator<StateLine, void, undefined> {
+    // the counts now, not when the first line is asked for
+    return linesOf([...this.queues].map(([gate, queue]) => ({ gate, queue, held: queue.count })));
   }
 
   /** Compacts at once (on start, on close): the queues do not run meanwhile. */

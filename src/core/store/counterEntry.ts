@@ -38,7 +38,22 @@ export function claimToken(): number {
  * argument, which the Redis client writes far faster than a binary one.
  */
 export function entryTail(member: string, token: number): number {
-  return memberDigest(member) * 65536 + token;
+  return packTail(memberDigest(member), token);
+}
+
+const TOKEN_SPAN = 65536;
+
+/** An entry's tail from its digest and token (what the scripts unpack as 6 bytes). */
+export function packTail(digest: number, token: number): number {
+  return digest * TOKEN_SPAN + token;
+}
+
+export function digestOf(tail: number): number {
+  return Math.floor(tail / TOKEN_SPAN);
+}
+
+export function tokenOf(tail: number): number {
+  return tail % TOKEN_SPAN;
 }
 
 /** A record-mode entry belongs to no claim attempt: no give-back removes it. */

@@ -4,13 +4,13 @@ import type {
 } from "./admissionStore";
 import { joinedMark, markMember, markTokens, markValue, withoutMarkToken } from "../suppression/markValue";
 import { gcraKeepMs, gcraRefund, gcraStep } from "../throughput/gcra";
-import { counterBounds, EXPIRY_GRACE_MS, memberDigest, RECORD_TOKEN } from "./counterEntry";
+import { counterBounds, digestOf, EXPIRY_GRACE_MS, memberDigest, packTail, RECORD_TOKEN, tokenOf } from "./counterEntry";
 import { StateHolder } from "./stateEmitter";
 import { flatKey } from "./flatKey";
 import { drain, dropExpired } from "./sweepParts";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { MemoryHistory } from "../history/memoryHistory";
-import { digestOf, entriesOf, expiresAtOf, packed, packedJson, packTail, repacked, tokenOf, type Entry, type FieldWrite, type PackedCounters } from "./packedCounters";
+import { entriesOf, expiresAtOf, packed, packedJson, repacked, type Entry, type FieldWrite, type PackedCounters } from "./packedCounters";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../caps/totals/quotaStep";
 
 /** entries per part of a snapshot's text (a few ms of work each) */
@@ -125,14 +125,21 @@ function heirOf(holders: readonly number[], digest: number): number {
   return -1;
 }
 
-/** What a map holds under `key` and has not expired at `now`: an expired one is dropped, as Redis would. */
-function live<T extends { expiresAt: number }>(map: Map<string, T>, key: string, now: number): T | undefined {
+/** What a map holds under `key` and has not expired at `now` (`expiresAt` reads its expiry): an expired one is dropped, as Redis would. */
+function live<T>(map: Map<string, T>, key: string, now: number, expiresAt: (value: T) => number): T | undefined {
   const value = map.get(key);
-  if (value && value.expiresAt <= now) {
+  if (value !== undefined && expiresAt(value) <= now) {
     map.delete(key);
     return undefined;
   }
   return value;
+}
+
+const expiryOf = (value: { expiresAt: number }): number => value.expiresAt;
+
+/** How long a counter hash is kept after a write to `spec`'s counter at `now` (SPEC §5: its window and a grace). */
+function keptUntil(spec: CounterSpec, now: number): number {
+  return counterBounds(spec, now).until + EXPIRY_GRACE_MS;
 }
 
 /** ms until a full counter has a free slot: its period's reset, or enough of its oldest entries ageing out. */
@@ -207,7 +214,7 @@ export class MemoryStore implements AdmissionStore {
     const nowMs = this.clock();
     const nowUs = Math.round(nowMs * 1000);
     return requests.map((r) => {
-      const tat = live(this.ceilings, r.key, nowMs)?.tat;
+      const tat = live(this.ceilings, r.key, nowMs, expiryOf)?.tat;
       const step = gcraStep(tat, nowUs, { emissionUs: r.emissionUs, toleranceUs: r.toleranceUs }, Math.max(0, Math.floor(r.maxWaitUs)));
       if (step.allowed) this.ceilings.set(r.key, { tat: step.tat, expiresAt: nowMs + gcraKeepMs(step.tat, nowUs) });
       return { allowed: step.allowed, nowUs, waitUs: step.waitUs };
@@ -219,7 +226,7 @@ export class MemoryStore implements AdmissionStore {
     const nowMs = this.clock();
     const nowUs = Math.round(nowMs * 1000);
     return refunds.map((r) => {
-      const tat = live(this.ceilings, r.key, nowMs)?.tat;
+      const tat = live(this.ceilings, r.key, nowMs, expiryOf)?.tat;
       if (tat === undefined) return 0;
       const back = gcraRefund(tat, nowUs, r, Math.max(0, Math.floor(r.count)), r.lastUs);
       this.ceilings.set(r.key, { tat: back, expiresAt: nowMs + gcraKeepMs(back, nowUs) });
@@ -317,7 +324,7 @@ export class MemoryStore implements AdmissionStore {
   *snapshotParts(slice = SNAPSHOT_SLICE): Generator<string, void, undefined> {
     const now = this.clock();
     yield '{"version":2';
-    // each recipient's text straight from its packed array: a save makes no arrays of a million recipients' entries
+    // each recipient's text straight from its packed array: a save makes no array per entry
     yield* listParts("counters", this.counters, slice, (key, hash) => (expiresAtOf(hash) <= now ? undefined : packedJson(key, hash)));
     yield* listParts("hashes", this.hashes, slice, (key, fields) => JSON.stringify([key, [...fields]]));
     yield* listParts("marks", this.marks, slice, (key, mark) => (mark.expiresAt <= now ? undefined : JSON.stringify([key, mark])));
@@ -382,7 +389,7 @@ export class MemoryStore implements AdmissionStore {
         }
         counters[i].count = r.held ? r.times.length : r.times.length + 1;
         writes.push({ field: spec.field, pairs: r.kept });
-        expiresAt = Math.max(expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
+        expiresAt = Math.max(expiresAt, keptUntil(spec, now));
       });
       this.putCounters(request.key, hash, expiresAt, writes);
       const history = request.history;
@@ -401,7 +408,7 @@ export class MemoryStore implements AdmissionStore {
       const r = readCounter(hash, spec, now, digest);
       if (!r.held) r.kept.push(now, packTail(digest, RECORD_TOKEN));
       writes.push({ field: spec.field, pairs: r.kept });
-      expiresAt = Math.max(expiresAt, counterBounds(spec, now).until + EXPIRY_GRACE_MS);
+      expiresAt = Math.max(expiresAt, keptUntil(spec, now));
       return r.held ? r.times.length : r.times.length + 1;
     });
     this.putCounters(request.key, hash, expiresAt, writes);
@@ -497,12 +504,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   private liveCounters(key: string, now: number): PackedCounters | undefined {
-    const hash = this.counters.get(key);
-    if (hash !== undefined && expiresAtOf(hash) <= now) {
-      this.counters.delete(key);
-      return undefined;
-    }
-    return hash;
+    return live(this.counters, key, now, expiresAtOf);
   }
 
   private setField(key: string, field: string, value: string | undefined): void {
@@ -517,7 +519,7 @@ export class MemoryStore implements AdmissionStore {
   }
 
   private liveMark(key: string, now: number): Mark | undefined {
-    return live(this.marks, key, now);
+    return live(this.marks, key, now, expiryOf);
   }
 
   /** Drops what has expired, everywhere at once: before a snapshot is made, after one is read. */

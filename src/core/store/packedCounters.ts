@@ -1,3 +1,5 @@
+import { digestOf, packTail, tokenOf } from "./counterEntry";
+
 /** One counter entry as a snapshot holds it (ts, digest of the messageId, attempt token), as lua/caps/claim.lua packs it. */
 export type Entry = [ts: number, digest: number, token: number];
 
@@ -13,20 +15,6 @@ export type Entry = [ts: number, digest: number, token: number];
  * is a number object of its own: the array saves the containers.)
  */
 export type PackedCounters = (number | string)[];
-
-const TOKEN_SPAN = 65536;
-
-export function packTail(digest: number, token: number): number {
-  return digest * TOKEN_SPAN + token;
-}
-
-export function digestOf(tail: number): number {
-  return Math.floor(tail / TOKEN_SPAN);
-}
-
-export function tokenOf(tail: number): number {
-  return tail % TOKEN_SPAN;
-}
 
 export function expiresAtOf(packed: PackedCounters): number {
   return packed[0] as number;
@@ -59,44 +47,34 @@ function sized(length: number): PackedCounters {
 
 /**
  * `packed` (undefined: nothing yet) with `writes` applied, expiring at
- * `expiresAt`; undefined when no field is left. A field keeps its place, a new
- * one goes last (as a Map keeps them), and of two writes of one field the last
- * counts.
+ * `expiresAt`; undefined when no field is left. Of two writes of one field the
+ * last counts; a field keeps its place, and a new one goes last, where it was
+ * first written (as a Map keeps its keys).
  */
 export function repacked(packed: PackedCounters | undefined, expiresAt: number, writes: readonly FieldWrite[]): PackedCounters | undefined {
-  const lastWrite = (name: string): FieldWrite | undefined => {
-    for (let i = writes.length - 1; i >= 0; i--) if (writes[i].field === name) return writes[i];
-    return undefined;
-  };
-  // a new field goes where it was first written, with what it was written last
-  const fresh = writes.filter((w, index) => writes.findIndex((x) => x.field === w.field) === index && entriesOf(packed, w.field).to === 0);
-  let length = 1;
-  for (const w of fresh) {
-    const pairs = (lastWrite(w.field) as FieldWrite).pairs.length;
-    if (pairs > 0) length += 1 + pairs;
-  }
-  forEachField(packed, (name, from, to) => {
-    const w = lastWrite(name);
-    const pairs = w === undefined ? to - from : w.pairs.length;
-    if (pairs > 0) length += 1 + pairs;
+  const written = new Map<string, readonly number[]>();
+  for (const w of writes) written.set(w.field, w.pairs);
+  const segments: { field: string; items: ArrayLike<number | string>; from: number; to: number }[] = [];
+  forEachField(packed, (field, from, to) => {
+    const pairs = written.get(field);
+    if (pairs === undefined) {
+      segments.push({ field, items: packed as PackedCounters, from, to });
+    } else {
+      written.delete(field);
+      segments.push({ field, items: pairs, from: 0, to: pairs.length });
+    }
   });
+  for (const [field, pairs] of written) segments.push({ field, items: pairs, from: 0, to: pairs.length });
+  let length = 1;
+  for (const s of segments) if (s.to > s.from) length += 1 + s.to - s.from;
   if (length === 1) return undefined;
   const out = sized(length);
   out[0] = expiresAt;
   let at = 1;
-  const put = (name: string, pairs: ArrayLike<number | string>, from: number, to: number): void => {
-    if (to === from) return;
-    out[at++] = name;
-    for (let j = from; j < to; j++) out[at++] = pairs[j];
-  };
-  forEachField(packed, (name, from, to) => {
-    const w = lastWrite(name);
-    if (w === undefined) put(name, packed as PackedCounters, from, to);
-    else put(name, w.pairs, 0, w.pairs.length);
-  });
-  for (const w of fresh) {
-    const last = lastWrite(w.field) as FieldWrite;
-    put(w.field, last.pairs, 0, last.pairs.length);
+  for (const s of segments) {
+    if (s.to === s.from) continue;
+    out[at++] = s.field;
+    for (let j = s.from; j < s.to; j++) out[at++] = s.items[j];
   }
   return out;
 }
@@ -118,24 +96,7 @@ function fieldEnd(packed: PackedCounters, i: number): number {
   return end;
 }
 
-/** Each field and its entries, as a snapshot lists them. */
-export function unpacked(packed: PackedCounters): [string, Entry[]][] {
-  const fields: [string, Entry[]][] = [];
-  let entries: Entry[] = [];
-  for (let i = 1; i < packed.length; i++) {
-    const item = packed[i];
-    if (typeof item === "string") {
-      entries = [];
-      fields.push([item, entries]);
-    } else {
-      const tail = packed[++i] as number;
-      entries.push([item, digestOf(tail), tokenOf(tail)]);
-    }
-  }
-  return fields;
-}
-
-/** `[key,{"expiresAt":…,"fields":[[field,[[ts,digest,token],…]],…]}]`: the text JSON.stringify makes of the entry `unpacked` would give. */
+/** `[key,{"expiresAt":…,"fields":[[field,[[ts,digest,token],…]],…]}]`: the snapshot's entry, as JSON.stringify would write it. */
 export function packedJson(key: string, packed: PackedCounters): string {
   let text = `[${JSON.stringify(key)},{"expiresAt":${packed[0] as number},"fields":[`;
   let entries = 0;

@@ -16,6 +16,7 @@ import { SuiteStore } from "../../support/suiteStore";
 import { prefixOnMaster } from "../../support/masterPrefix";
 import { legacyMemoryQueue } from "../../../src/migrations/migrations";
 import type { Adoption } from "../../../src/core/hold/memoryHeldQueues";
+import { DeferJournal } from "../../../src/core/hold/journal";
 
 /** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
 interface Harness {
@@ -803,6 +804,36 @@ describe("memory defer store: the journal is always what is still owed", functio
     const second = open(() => now);
     assert.equal(await second.queue(GATE).size(), 5 * COMPACT_SLICE + 1);
     assert.deepEqual(warnings, []);
+    second.close();
+  });
+
+  it("a close after the last part, as the new file is put on disk, leaves one whole journal and warns of nothing", async () => {
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: 200_000 });
+    // the close comes where the compaction hands the new file to the thread pool to sync: the one wait between its parts and its end
+    const begin = DeferJournal.prototype.beginRewrite;
+    let settled = 0;
+    DeferJournal.prototype.beginRewrite = function beginWatched(this: DeferJournal) {
+      const rewrite = begin.call(this);
+      const settle = rewrite.settle.bind(rewrite);
+      rewrite.settle = () => {
+        settled++;
+        first.close();
+        return settle();
+      };
+      return rewrite;
+    };
+    try {
+      await fill(first.queue(GATE), 2 * COMPACT_SLICE, now);
+      while (settled === 0) await turn();
+      await turn();
+    } finally {
+      DeferJournal.prototype.beginRewrite = begin;
+    }
+    assert.equal(existsSync(`${file}.parts.tmp`), false);
+    assert.deepEqual(warnings, [], "closed while it synced: the close compacts, and the sync that failed on its closed file is no fault");
+    const second = open(() => now);
+    assert.equal(await second.queue(GATE).size(), 2 * COMPACT_SLICE);
     second.close();
   });
 
