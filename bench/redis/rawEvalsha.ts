@@ -36,11 +36,11 @@ export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly Inl
 /** Calls the script once with the placeholders filled, so a wrong call fails here, not as N silent errors. */
 export async function probeClaim(client: Redis, args: readonly string[], capCount: number): Promise<void> {
   const [sha, numKeys, ...rest] = args.map((a) => a.split(RAND).join("000000000000"));
-  const reply = (await client.evalsha(sha, numKeys, ...rest));
-  // allowed: with a new slot in every cap (FRESH, 2), the time, the status and each cap's count; with the probe's entry
-  // there already (a key left from an earlier run), allowed (1) and each cap's count, held and retry
-  const allowed = Array.isArray(reply)
-    && ((reply.length === 2 + capCount && reply[1] === 2) || (reply.length === 2 + 3 * capCount && reply[1] === 1));
+  const reply = await client.evalsha(sha, numKeys, ...rest);
+  // one text of integers: the time, then allowed with a new slot in every cap (FRESH, 2) and each cap's count; with the
+  // probe's entry there already (a key left from an earlier run), allowed (1) and each cap's count, held and retry
+  const numbers = typeof reply === "string" ? reply.split(",") : [];
+  const allowed = (numbers.length === 2 + capCount && numbers[1] === "2") || (numbers.length === 2 + 3 * capCount && numbers[1] === "1");
   if (!allowed) throw new Error(`claim.lua probe answered ${JSON.stringify(reply)}`);
 }
 

@@ -15,11 +15,12 @@
 --           index (readClaimText); then, from a gate that keeps a decision history, "|<history
 --           index>": an allowed send adds "<now>|<entry after its time>" to the hash's history
 --           (historyOf)
--- Returns { now_ms, then per send: FRESH (2), allowed with a new slot in every cap, then per cap
---           its count; or allowed (1|0), then per cap: count, already held (0 no; 1 this attempt's
---           entry, or a record's; 2 another attempt's, which this admitted send now holds too:
---           lib/counter_entries.lua coHold), retry ms }. Most sends are FRESH: for a send of
---           several caps, about a third of the numbers to encode and decode.
+-- Returns one text, the numbers joined by commas (lib/counter_entries.lua numbersText): now_ms,
+--           then per send: FRESH (2), allowed with a new slot in every cap, then per cap its count;
+--           or allowed (1|0), then per cap: count, already held (0 no; 1 this attempt's entry, or a
+--           record's; 2 another attempt's, which this admitted send now holds too:
+--           lib/counter_entries.lua coHold), retry ms. Most sends are FRESH: for a send of several
+--           caps, about a third of the numbers to encode and decode.
 -- retry ms: -1 not full; else the cap is full for this send (an enforced cap blocks it, a
 -- shadow cap would have): -2 never frees (max 0), else ms until a free slot.
 -- @include counter_entries
@@ -123,4 +124,4 @@ for k = 1, #KEYS do
     if w > 0 then writeCounters(key, writes, w, now, needed, history and history.lifetime) end
   end
 end
-return out
+return numbersText(out, o)

@@ -6,8 +6,8 @@
 --           counters, "field,limit index" each, comma-separated (a check reads 50 ads' counters:
 --           one argument each instead of two per counter, which the client would encode apiece;
 --           fields are key-encoded, so they never hold a comma)
--- Returns { now_ms, then per key and counter: count in window, retry ms (-1 a slot is free,
--- -2 never frees) }
+-- Returns one text, the numbers joined by commas (numbersText): now_ms, then per key and counter:
+-- count in window, retry ms (-1 a slot is free, -2 never frees)
 -- @include counter_entries
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -43,4 +43,4 @@ for k = 1, #KEYS do
     end
   end
 end
-return out
+return numbersText(out, #out)

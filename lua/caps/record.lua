@@ -5,7 +5,8 @@
 -- KEYS[k]   the counter hash of record k
 -- ARGV      the limits the records share (readLimits; max unused), then one per record:
 --           "<tail>,<field>,<limit index>,..." (readItem), the tail being member digest × 65536
--- Returns { now_ms, then per record and cap: the count after recording }
+-- Returns one text, the numbers joined by commas (numbersText): now_ms, then per record and cap:
+-- the count after recording
 -- @include counter_entries
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -39,4 +40,4 @@ for k = 1, #KEYS do
   end
   if n > 0 then writeCounters(key, writes, 2 * n, now, needed) end
 end
-return out
+return numbersText(out, #out)

@@ -205,3 +205,21 @@ local function readClaimText(item, limits, histories, cache)
   cache[rest] = read
   return tail, digest, read
 end
+
+-- A script's answer as one text, its first `n` numbers joined by commas (src/redis/integerText.ts
+-- reads it): the client decodes an array of integers with objects of its own for each one. Most
+-- numbers recur (statuses, counts, -1), so each distinct one is made a string once a call: a
+-- number concatenated as it is is formatted anew every time.
+local function numbersText(out, n)
+  local texts = {}
+  for i = 1, n do
+    local v = out[i]
+    local t = texts[v]
+    if not t then
+      t = tostring(v)
+      texts[v] = t
+    end
+    out[i] = t
+  end
+  return table.concat(out, ',', 1, n)
+end

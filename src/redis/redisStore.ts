@@ -18,12 +18,13 @@ import { StoreUnavailableError } from "../core/errors";
 import { roundTrip } from "../core/sendQueue/roundTrip";
 import { markValue } from "../core/suppression/markValue";
 import { asStoreFailure, isMidMigration } from "../core/store/storeFaults";
+import { IntegerText } from "./integerText";
 
 type RedisClient = Redis | Cluster;
 type Arg = string | number | Buffer;
-type ScriptCall = (numKeys: number, ...keysAndArgs: Arg[]) => Promise<unknown[]>;
+type ScriptCall = (numKeys: number, ...keysAndArgs: Arg[]) => Promise<unknown>;
 
-/** The scripts this store calls (defined by scripts.ts), with what they answer. */
+/** The scripts this store calls (defined by scripts.ts); what each answers is its batch's to read (ScriptBatch). */
 interface StoreScripts {
   sendgateClaim: ScriptCall;
   sendgateInspect: ScriptCall;
@@ -209,12 +210,12 @@ class HistoryTable {
 }
 
 /** The key an item's cluster slot is found by. */
-function slotKeyOf<I>(script: ScriptBatch<I, unknown>, item: I): string {
+function slotKeyOf<I>(script: ScriptBatch<I, unknown, unknown>, item: I): string {
   return script.keyOf ? script.keyOf(item) : ((script.keysOf as (item: I) => string[])(item)[0]);
 }
 
 /** The KEYS of a call of these items, in order. */
-function keysOf<I>(script: ScriptBatch<I, unknown>, items: readonly I[]): string[] {
+function keysOf<I>(script: ScriptBatch<I, unknown, unknown>, items: readonly I[]): string[] {
   const { keyOf } = script;
   if (keyOf) {
     const keys = new Array<string>(items.length);
@@ -224,8 +225,12 @@ function keysOf<I>(script: ScriptBatch<I, unknown>, items: readonly I[]): string
   return items.flatMap(script.keysOf as (item: I) => string[]);
 }
 
-/** A script call's encoding of some items, and how to read each item's answer back from its reply. */
-interface ScriptBatch<I, O> {
+/**
+ * A script call's encoding of some items, and how to read each item's answer
+ * back from its reply: an array (most scripts), or a text (R, as its Lua file
+ * says it answers).
+ */
+interface ScriptBatch<I, O, R = unknown[]> {
   call: keyof StoreScripts;
   /** each item's one key (most scripts): read with no array per item */
   keyOf?: (item: I) => string;
@@ -234,7 +239,7 @@ interface ScriptBatch<I, O> {
   /** the arguments of these items, in order */
   argsOf(items: readonly I[]): Arg[];
   /** every item's answer, in order */
-  read(reply: unknown[], items: readonly I[]): O[];
+  read(reply: R, items: readonly I[]): O[];
 }
 
 /** the outcome of a slot taken now in a counter that was not full, by the count after it: most counters of most claims */
@@ -249,7 +254,7 @@ function freshSlot(count: number): CounterOutcome {
 /** A send's status in claim.lua's answer: allowed with a new slot in every cap, only the counts after (1: allowed, 0: refused, each cap's count, held and retry after). */
 const FRESH = 2;
 
-const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
+const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome, string> = {
   call: "sendgateClaim",
   keyOf: (r) => r.key,
   argsOf: (items) => {
@@ -267,21 +272,20 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome> = {
     return [...limits.args(), ...histories.args(), texts.join(";")];
   },
   read: (reply, items) => {
-    const nowMs = Number(reply[0]);
-    let at = 1;
+    const numbers = new IntegerText(reply);
+    const nowMs = numbers.next();
     return items.map((r) => {
-      const status = Number(reply[at++]);
+      const status = numbers.next();
       if (status === FRESH) {
         const fresh = new Array<CounterOutcome>(r.counters.length);
-        for (let i = 0; i < fresh.length; i++) fresh[i] = freshSlot(Number(reply[at++]));
+        for (let i = 0; i < fresh.length; i++) fresh[i] = freshSlot(numbers.next());
         return { allowed: true, nowMs, counters: fresh };
       }
       const allowed = status === 1;
       const counters: CounterOutcome[] = r.counters.map((spec) => {
-        const count = Number(reply[at]);
-        const held = Number(reply[at + 1]);
-        const retry = Number(reply[at + 2]);
-        at += 3;
+        const count = numbers.next();
+        const held = numbers.next();
+        const retry = numbers.next();
         if (held === 0 && retry === -1) return freshSlot(count);
         const full = retry >= 0 || retry === NEVER_FREES;
         const shadow = spec.shadow === true;
@@ -306,13 +310,14 @@ function countersArgs<R extends { counters: readonly CounterSpec[] }>(items: rea
   return [...limits.args(), ...args];
 }
 
-const recordBatch: ScriptBatch<RecordRequest, number[]> = {
+const recordBatch: ScriptBatch<RecordRequest, number[], string> = {
   call: "sendgateRecord",
   keyOf: (r) => r.key,
   argsOf: (items) => countersArgs(items, (r) => entryTail(r.member, RECORD_TOKEN)),
   read: (reply, items) => {
-    let at = 1;
-    return items.map((r) => r.counters.map(() => Number(reply[at++])));
+    const numbers = new IntegerText(reply);
+    numbers.next(); // the script's clock: a record needs none
+    return items.map((r) => r.counters.map(() => numbers.next()));
   },
 };
 
@@ -341,16 +346,16 @@ function historyBatch(keep: number, ttlMs: number): ScriptBatch<HistoryAppend, n
   };
 }
 
-const inspectBatch: ScriptBatch<InspectRequest, CounterReading[]> = {
+const inspectBatch: ScriptBatch<InspectRequest, CounterReading[], string> = {
   call: "sendgateInspect",
   keyOf: (r) => r.key,
   argsOf: (items) => countersArgs(items),
   read: (reply, items) => {
-    let at = 1;
+    const numbers = new IntegerText(reply);
+    numbers.next(); // the script's clock: a reading needs none
     return items.map((r) => r.counters.map(() => {
-      const count = Number(reply[at]);
-      const retry = Number(reply[at + 1]);
-      at += 2;
+      const count = numbers.next();
+      const retry = numbers.next();
       return { count, retryAfterMs: retry >= 0 ? retry : null, full: retry !== -1 };
     }));
   },
@@ -593,7 +598,7 @@ export class RedisStore implements AdmissionStore {
    * recipient's tag), all sent at once, and a slot whose call fails fails only
    * its own items.
    */
-  private async batch<I, O>(script: ScriptBatch<I, O>, items: readonly I[]): Promise<Settled<O>[]> {
+  private async batch<I, O, R>(script: ScriptBatch<I, O, R>, items: readonly I[]): Promise<Settled<O>[]> {
     if (items.length === 0) return [];
     // no await when connected: the call is written before this tick ends, so a store that answers at once is read
     // as soon as the tick is over, whatever else the tick still does (a burst's other msgs), not a tick later
@@ -607,7 +612,8 @@ export class RedisStore implements AdmissionStore {
     const call = async (indexes: readonly number[]): Promise<void> => {
       const group = indexes.map((i) => items[i]);
       const keys = keysOf(script, group);
-      const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group));
+      // the script answers what its batch reads (R): the Lua file and its batch are written together
+      const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group)) as Promise<R>;
       const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline, () => this.masterHeardAt(keys[0])));
       script.read(reply, group).forEach((answer, j) => { out[indexes[j]] = answer; });
     };

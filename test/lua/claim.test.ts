@@ -35,6 +35,12 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
    * claim.lua's answer in its long form: a send allowed with a new slot in every cap comes as FRESH
    * (2) and its counts; here as allowed (1) and per cap its count, held 0 and retry -1, like the others
    */
+  /** claim.lua, record.lua and inspect.lua answer one text of integers joined by commas */
+  const numbers = (reply: unknown): number[] => {
+    assert.equal(typeof reply, "string", "one text");
+    assert.match(reply as string, /^-?\d+(,-?\d+)*$/, "integers joined by commas");
+    return (reply as string).split(",").map(Number);
+  };
   const longForm = (reply: number[], capsPerSend: number[]): number[] => {
     const long = [reply[0]];
     let at = 1;
@@ -47,7 +53,7 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     return long;
   };
   const claim = async (digest: number, caps: Cap[], token = 1, recipient = "r") =>
-    longForm((await redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps))) as number[], [caps.length]);
+    longForm(numbers(await redis.eval(claimSource, 1, key(recipient), ...claimArgs(digest, token, caps))), [caps.length]);
 
   before(() => { redis = redisClient(); });
   after(async () => { await redis.quit(); });
@@ -145,8 +151,8 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
 
   it("judges the claims of one call in order, each seeing those before it", async () => {
     // one limit shared by three sends
-    const reply = longForm((await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
-      item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]))) as number[], [1, 1, 1]);
+    const reply = longForm(numbers(await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
+      item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]))), [1, 1, 1]);
     // per claim: allowed, count, held, retry
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
@@ -155,8 +161,8 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     const sends = [item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]), item(tail(4, 1), [["one", 1]])];
     const keys = (tag: string) => [key(`${tag}x`), key(`${tag}y`), key(`${tag}x`), key(`${tag}y`)];
     const limit = [1, 60_000, 1, 0, 0, 0];
-    const joined = longForm((await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))) as number[], [1, 1, 1, 1]);
-    const mixed = longForm((await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0], sends.slice(1, 3).join(";"), sends[3])) as number[], [1, 1, 1, 1]);
+    const joined = longForm(numbers(await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))), [1, 1, 1, 1]);
+    const mixed = longForm(numbers(await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0], sends.slice(1, 3).join(";"), sends[3])), [1, 1, 1, 1]);
     // per claim: allowed, count, held, retry; each recipient's first is allowed, its second refused (a wait of ~60 s)
     const claims = (reply: number[]) => [0, 1, 2, 3].map((c) => [reply[1 + 4 * c], reply[2 + 4 * c], reply[3 + 4 * c], Number(reply[4 + 4 * c]) > 59_000 ? "waits" : reply[4 + 4 * c]]);
     assert.equal(joined.length, 1 + 4 * 4);
@@ -166,13 +172,13 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
 
   it("is called by SHA after one load", async () => {
     const sha = (await redis.script("LOAD", claimSource)) as string;
-    const reply = (await redis.evalsha(sha, 1, key("sha"), ...claimArgs(1, 1, [["c", 1000, 1]]))) as number[];
+    const reply = numbers(await redis.evalsha(sha, 1, key("sha"), ...claimArgs(1, 1, [["c", 1000, 1]])));
     assert.deepEqual(reply.slice(1), [2, 1]);
   });
 
   it("answers a send with a new slot in every cap in short (FRESH, 2, and the counts), any other in full", async () => {
     const caps: Cap[] = [["a", 60_000, 5], ["b", 60_000, 2]];
-    const raw = async (digest: number, token = 1) => (await redis.eval(claimSource, 1, key(), ...claimArgs(digest, token, caps))) as number[];
+    const raw = async (digest: number, token = 1) => numbers(await redis.eval(claimSource, 1, key(), ...claimArgs(digest, token, caps)));
     assert.deepEqual((await raw(1)).slice(1), [2, 1, 1]);
     assert.deepEqual((await raw(2)).slice(1), [2, 2, 2]);
     // its own entry found again (a retry of the same attempt): held, so in full
@@ -205,7 +211,7 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
   });
 
   it("record.lua adds without checking, once per digest in the window", async () => {
-    const record = (digest: number) => redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, 0, item(tail(digest, 0), [["rec", 1]])) as Promise<number[]>;
+    const record = async (digest: number) => numbers(await redis.eval(luaScript("record"), 1, key(), 1, 60_000, 0, 0, 0, 0, item(tail(digest, 0), [["rec", 1]])));
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(1)).slice(1), [1]);
     assert.deepEqual((await record(2)).slice(1), [2]);
@@ -218,10 +224,12 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     const reply = (await redis.eval(luaScript("inspect"), 2, key(), key("other"),
       2, 60_000, 1, 0, 0, 0, 60_000, 3, 0, 0, 0,
       "u,1,none,2",
-      "u,1")) as number[];
-    assert.equal(reply[1], 1);
-    assert.ok(Number(reply[2]) > 59_000);
-    assert.deepEqual(reply.slice(3), [0, -1, 0, -1]);
+      "u,1")) as string;
+    // one text of integers: now, then per counter its count and retry ms
+    assert.match(reply, /^\d{13},1,\d+,0,-1,0,-1$/);
+    const [now, , retry] = numbers(reply);
+    assert.ok(Math.abs(now - Date.now()) < 5_000, "now, in ms");
+    assert.ok(retry > 59_000 && retry <= 60_000, "the full counter frees when its one entry ages out");
     assert.deepEqual(await redis.hgetallBuffer(key()), before);
     assert.equal(await redis.exists(key("other")), 0);
   });
