@@ -3,6 +3,7 @@ import type Redis from "ioredis";
 import { luaScript } from "../../src/redis/scripts";
 import type { Completions } from "../load/completions";
 import { drive, type MsgFeed, type RunResult } from "../load/driver";
+import { noVerdicts, tally, type Verdicts } from "../load/verdicts";
 import type { BenchMsg } from "../load/msgSource";
 import { seededRandom } from "../load/random";
 import { collectGarbage } from "../../test/support/gc";
@@ -77,6 +78,13 @@ function impressionSource(tag: string, viewers: number, seed: number): MsgFeed {
 /** Starts request `slot`; calls `done` when it is answered. */
 type Start = (slot: number, done: () => void) => void;
 
+/** What went wrong in a row's runs: a check's verdicts, the bare calls that failed. */
+interface Outcomes {
+  verdicts: Verdicts;
+  bareErrors: number;
+  firstBareError?: string;
+}
+
 /**
  * Open loop: `rate` requests a second for `count` requests, each started on
  * its own schedule whatever the ones before are doing; latency is start to done.
@@ -105,10 +113,13 @@ async function openLoop(start: Start, rate: number, count: number): Promise<Floa
 }
 
 /** A check msg into the gate, done when the gate's done() is heard. */
-function gateStart(gate: Node, completions: Completions, feed: MsgFeed): Start {
+function gateStart(gate: Node, completions: Completions, feed: MsgFeed, verdicts: Verdicts): Start {
   return (_slot, done) => {
     const msg = feed.next();
-    completions.expect(msg._msgid, done);
+    completions.expect(msg._msgid, (event) => {
+      tally(verdicts, event);
+      done();
+    });
     gate.receive(msg);
   };
 }
@@ -123,25 +134,20 @@ interface PairedRun {
  * Each tick of one open loop starts a check and, beside it, the bare script
  * call the check makes, so both meet the same loop turns, collections and
  * queue at Redis: the bare call's tail is the floor the check's is judged
- * against. Which of the two starts first alternates, so neither always waits
- * behind the other on the connection.
+ * against. The gate begins a msg a few microtasks after receive(), so the
+ * bare call is written first and the check's waits behind it at Redis, never
+ * the other way round. Each is timed from its own start.
  */
 async function pairedOpenLoop(check: Start, bare: Start, rate: number, count: number): Promise<PairedRun> {
   const run: PairedRun = { check: new Float64Array(count), bare: new Float64Array(count) };
   await openLoop((slot, done) => {
-    const at = performance.now();
     let left = 2;
-    const timed = (into: Float64Array) => (): void => {
+    const timed = (into: Float64Array, at: number) => (): void => {
       into[slot] = performance.now() - at;
       if (--left === 0) done();
     };
-    if (slot % 2 === 0) {
-      check(slot, timed(run.check));
-      bare(slot, timed(run.bare));
-    } else {
-      bare(slot, timed(run.bare));
-      check(slot, timed(run.check));
-    }
+    check(slot, timed(run.check, performance.now()));
+    bare(slot, timed(run.bare, performance.now()));
   }, rate, count);
   return run;
 }
@@ -189,16 +195,20 @@ async function rawRate(ctx: AdPathContext, script: "inspect" | "record", keyPref
 
 /**
  * The floor under the check's latency on this box: the same inspect.lua call
- * the store makes (random viewers), straight from `client` with no gate
- * around it.
+ * the store makes, on the same viewers' counters (random ones; the script only
+ * reads), straight from `client` with no gate around it.
  */
-async function bareInspect(ctx: AdPathContext, client: Redis, keyPrefix: string): Promise<Start> {
+async function bareInspect(ctx: AdPathContext, client: Redis, keyPrefix: string, outcomes: Outcomes): Promise<Start> {
   const sha = await client.script("LOAD", luaScript("inspect")) as string;
   const random = seededRandom(ctx.settings.seed + 2);
   // made once: only the viewer's key changes from call to call
   const [, numKeys, , ...rest] = rawArgs("inspect", sha, keyPrefix, "");
   return (_slot, done) => {
-    client.evalsha(sha, numKeys, `${keyPrefix}:{default|v${Math.floor(random() * 10_000)}}:c`, ...rest).then(done, done);
+    client.evalsha(sha, numKeys, `${keyPrefix}:{default|v${Math.floor(random() * 10_000)}}:c`, ...rest).then(done, (err: Error) => {
+      outcomes.bareErrors++;
+      outcomes.firstBareError ??= err.message;
+      done();
+    });
   };
 }
 
@@ -250,14 +260,17 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     const checks = checkSource(`${keyPrefix}-c`, viewers, settings.seed + 1);
     // the record burst's garbage is not the check's to collect
     collectGarbage();
-    const start = gateStart(checker, ctx.completions, checks);
-    const bare = await bareInspect(ctx, storeClient(ctx.red, flow.configId), `${keyPrefix}-bare`);
+    const outcomes: Outcomes = { verdicts: noVerdicts(), bareErrors: 0 };
+    const start = gateStart(checker, ctx.completions, checks, outcomes.verdicts);
+    const bare = await bareInspect(ctx, storeClient(ctx.red, flow.configId), keyPrefix, outcomes);
     await pairedOpenLoop(start, bare, 1_000, 1_000);
     const paired: { check: LatencySummary; bare: LatencySummary }[] = [];
     for (let run = 0; run < RUNS; run++) {
       const { check, bare: floor } = await pairedOpenLoop(start, bare, 1_000, 5_000);
       paired.push({ check: summarize(check), bare: summarize(floor) });
     }
+    if (outcomes.verdicts.errors > 0) throw new Error(`ad path: ${outcomes.verdicts.errors} checks failed: ${outcomes.verdicts.firstError ?? ""}`);
+    if (outcomes.bareErrors > 0) throw new Error(`ad path: ${outcomes.bareErrors} bare inspect.lua calls failed: ${outcomes.firstBareError ?? ""}`);
     const checkRaw = await rawRate(ctx, "inspect", `${prefix}-ad-raw-check`);
     const checkP99 = medianOf(paired.map((r) => r.check.p99));
     const bareP99 = medianOf(paired.map((r) => r.bare.p99));
@@ -265,7 +278,7 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     rows.push({
       path: "check (50 candidates)", how, perSec: 1_000, p50Ms: medianOf(paired.map((r) => r.check.p50)).median,
       p99Ms: checkP99.median, p99RangeMs: checkP99.range, p99OverFloor: medianOf(paired.map((r) => r.check.p99 / r.bare.p99)).median,
-      rawPerSec: checkRaw, failOpen: 0,
+      rawPerSec: checkRaw, failOpen: outcomes.verdicts.failOpen,
     });
     rows.push({
       path: "bare inspect.lua, same loop and connection", how, perSec: 1_000, p50Ms: medianOf(paired.map((r) => r.bare.p50)).median,
@@ -277,6 +290,8 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
       collectGarbage();
       flats.push(await withCpu(() => drive(checker, ctx.completions, checks, { count: Math.min(settings.msgs, 20_000), concurrency: 64 })));
     }
+    const failed = flats.find((f) => f.verdicts.errors > 0);
+    if (failed) throw new Error(`ad path: ${failed.verdicts.errors} checks failed: ${failed.verdicts.firstError ?? ""}`);
     const cpu = medianOf(flats.map((f) => f.cpuUs / f.msgs));
     const flat = flats.find((f) => f.cpuUs / f.msgs === cpu.median) as RunResult & { cpuUs: number };
     const flatLatency = summarize(flat.latenciesMs);

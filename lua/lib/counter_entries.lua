@@ -209,14 +209,15 @@ end
 -- A script's answer as one text, its first `n` numbers joined by commas (src/redis/integerText.ts
 -- reads it): the client decodes an array of integers with objects of its own for each one. Most
 -- numbers recur (statuses, counts, -1), so each distinct one is made a string once a call: a
--- number concatenated as it is is formatted anew every time.
+-- number concatenated as it is is formatted anew every time. '%d', as Redis turns a number into an
+-- integer reply: whole digits, never an exponent, a fraction cut off.
 local function numbersText(out, n)
   local texts = {}
   for i = 1, n do
     local v = out[i]
     local t = texts[v]
     if not t then
-      t = tostring(v)
+      t = string.format('%d', v)
       texts[v] = t
     end
     out[i] = t

@@ -194,7 +194,7 @@ export default function register(RED: NodeAPI): void {
       const sendData = await readSend(msg, service, turn);
       const decision = await service.engine.check(sendData, candidates);
       const answer = checkAnswer(candidates, decision.kind === "checked" ? decision.verdicts : undefined);
-      // set one by one: Object.assign takes its generic path for a msg, at a few µs a check
+      // set one by one: Object.assign takes its slow, generic path for a msg
       const out = msg as { eligible?: unknown; remaining?: unknown; blocked?: unknown };
       out.eligible = answer.eligible;
       out.remaining = answer.remaining;

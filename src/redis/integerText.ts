@@ -8,7 +8,13 @@
 export class IntegerText {
   private at = 0;
 
-  constructor(private readonly text: string) {}
+  private readonly text: string;
+
+  /** `reply`: the script's answer, which must be a text */
+  constructor(reply: unknown) {
+    if (typeof reply !== "string") throw new Error(`a script answered ${typeof reply}, not a text of integers`);
+    this.text = reply;
+  }
 
   /** The next integer; an answer that has none there is an error, never a NaN. */
   next(): number {

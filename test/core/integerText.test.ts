@@ -7,6 +7,11 @@ describe("IntegerText", () => {
     assert.deepEqual(Array.from({ length: 6 }, () => numbers.next()), [1764900000123, 0, -1, 57, -2, Number.MAX_SAFE_INTEGER]);
   });
 
+  it("refuses an answer that is not a text (an array of integers, nothing)", () => {
+    assert.throws(() => new IntegerText([1, 2]), /answered object, not a text/);
+    assert.throws(() => new IntegerText(undefined), /answered undefined, not a text/);
+  });
+
   it("throws, naming the answer, where no integer is, never answering NaN", () => {
     for (const [text, reads] of [["", 1], ["1,2", 3], ["1,x", 2], ["1.5", 1], ["-", 1], ["3 ,4", 1], ["1,,2", 2]] as const) {
       const numbers = new IntegerText(text);

@@ -31,16 +31,16 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0, c[5] ?? 0]),
     item(tail(digest, token), caps.map((c, i) => [c[0], i + 1])),
   ];
-  /**
-   * claim.lua's answer in its long form: a send allowed with a new slot in every cap comes as FRESH
-   * (2) and its counts; here as allowed (1) and per cap its count, held 0 and retry -1, like the others
-   */
   /** claim.lua, record.lua and inspect.lua answer one text of integers joined by commas */
   const numbers = (reply: unknown): number[] => {
     assert.equal(typeof reply, "string", "one text");
     assert.match(reply as string, /^-?\d+(,-?\d+)*$/, "integers joined by commas");
     return (reply as string).split(",").map(Number);
   };
+  /**
+   * claim.lua's answer in its long form: a send allowed with a new slot in every cap comes as FRESH
+   * (2) and its counts; here as allowed (1) and per cap its count, held 0 and retry -1, like the others
+   */
   const longForm = (reply: number[], capsPerSend: number[]): number[] => {
     const long = [reply[0]];
     let at = 1;
@@ -168,6 +168,16 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     assert.equal(joined.length, 1 + 4 * 4);
     assert.deepEqual(claims(joined), [[1, 1, 0, -1], [1, 1, 0, -1], [0, 1, 0, "waits"], [0, 1, 0, "waits"]]);
     assert.deepEqual(claims(mixed), claims(joined));
+  });
+
+  it("answers the longest wait a cap can give in whole ms, no exponent or fraction in the text", async () => {
+    // the longest window the schema takes, 366 days: its refusal's wait has 11 digits, the clock 13
+    const year = 366 * 86_400_000;
+    await claim(1, [["year", year, 1]]);
+    const refused = await claim(2, [["year", year, 1]]);
+    assert.deepEqual(refused.slice(1, 4), [0, 1, 0]);
+    assert.ok(refused[4] > year - 60_000 && refused[4] <= year, `waits ${refused[4]}`);
+    assert.ok(Number.isInteger(refused[4]));
   });
 
   it("is called by SHA after one load", async () => {

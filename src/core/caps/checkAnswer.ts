@@ -11,8 +11,8 @@ export type CheckAnswer =
 /**
  * The answer of a check: per candidate key or, for a msg without candidates,
  * its own. Plain objects a function node can call hasOwnProperty on; every
- * key (the caller's ids, `__proto__` too) is defined as an own property,
- * never assigned, so none reaches a prototype. With
+ * key (the caller's ids, `__proto__` too) becomes an own property and none
+ * reaches a prototype (see `own`). With
  * no verdicts (an exempt tier, or the store failed open), everything is
  * eligible and nothing counted.
  */
