@@ -5,6 +5,13 @@ export function quantile(sorted: Float64Array, q: number): number {
   return sorted[rank];
 }
 
+/** The median of several runs by `value` (of an even count, the higher middle one), with the lowest and highest beside it. */
+export function medianBy<T>(runs: readonly T[], value: (run: T) => number): { median: T; lowest: T; highest: T } {
+  if (runs.length === 0) throw new Error("no runs to take a median of");
+  const sorted = [...runs].sort((a, b) => value(a) - value(b));
+  return { median: sorted[Math.floor(sorted.length / 2)], lowest: sorted[0], highest: sorted[sorted.length - 1] };
+}
+
 export interface LatencySummary {
   p50: number;
   p99: number;

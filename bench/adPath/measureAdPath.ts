@@ -13,7 +13,7 @@ import type { RedisEndpoint } from "../redis/endpoint";
 import { dropKeys } from "../redis/keys";
 import { redisBenchmarkEvalsha } from "../redis/rawEvalsha";
 import type { BenchSettings } from "../settings";
-import { summarize, type LatencySummary } from "../stats";
+import { medianBy, summarize, type LatencySummary } from "../stats";
 import { adFlow, candidates } from "./adFlow";
 
 export interface AdPathRow {
@@ -152,10 +152,10 @@ async function pairedOpenLoop(check: Start, bare: Start, rate: number, count: nu
   return run;
 }
 
-/** The median of three or more, with the lowest and highest beside it. */
+/** The median of some numbers, with the lowest and highest beside it. */
 function medianOf(values: readonly number[]): { median: number; range: [number, number] } {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { median: sorted[Math.floor(sorted.length / 2)], range: [sorted[0], sorted[sorted.length - 1]] };
+  const { median, lowest, highest } = medianBy(values, (v) => v);
+  return { median, range: [lowest, highest] };
 }
 
 /** The Redis connection a cap-config's store sends on, found through the node the runtime made of it. */
@@ -292,12 +292,13 @@ export async function measureAdPath(ctx: AdPathContext): Promise<AdPathRow[]> {
     }
     const failed = flats.find((f) => f.verdicts.errors > 0);
     if (failed) throw new Error(`ad path: ${failed.verdicts.errors} checks failed: ${failed.verdicts.firstError ?? ""}`);
-    const cpu = medianOf(flats.map((f) => f.cpuUs / f.msgs));
-    const flat = flats.find((f) => f.cpuUs / f.msgs === cpu.median) as RunResult & { cpuUs: number };
+    const cpuPerCheck = (f: RunResult & { cpuUs: number }): number => f.cpuUs / f.msgs;
+    const { median: flat, lowest, highest } = medianBy(flats, cpuPerCheck);
     const flatLatency = summarize(flat.latenciesMs);
     rows.push({
       path: "check (50 candidates)", how: "64 in flight (max rate)", perSec: flat.msgs / (flat.elapsedMs / 1000), p50Ms: flatLatency.p50, p99Ms: flatLatency.p99,
-      nodeCpuUs: cpu.median, nodeCpuRangeUs: cpu.range, rawPerSec: checkRaw, failOpen: flats.reduce((sum, f) => sum + f.verdicts.failOpen, 0),
+      nodeCpuUs: cpuPerCheck(flat), nodeCpuRangeUs: [cpuPerCheck(lowest), cpuPerCheck(highest)], rawPerSec: checkRaw,
+      failOpen: flats.reduce((sum, f) => sum + f.verdicts.failOpen, 0),
     });
   } finally {
     await dropKeys(ctx.redis, keyPrefix);

@@ -7,6 +7,7 @@ import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import { gateFlow, type GateFlow } from "../nodeRed/gateFlow";
 import { CHANNEL, capsOf, type StoreKind } from "../scenarios";
+import { medianBy } from "../stats";
 
 type SeqMsg = BenchMsg & { burstSeq?: number };
 
@@ -136,12 +137,11 @@ async function warmUp(gate: Node, completions: Completions, options: BurstOption
 
 /** The row of the median measured burst (by msgs/s), with the slowest and fastest beside it. */
 function rowOf(options: BurstOptions, history: boolean, warmUps: WarmUp[], samples: Sample[]): BurstRow {
-  const byRate = samples.slice().sort((a, b) => a.perSec - b.perSec);
-  const median = byRate[Math.floor(byRate.length / 2)];
+  const { median, lowest, highest } = medianBy(samples, (x) => x.perSec);
   const others = [...warmUps.map((w) => w.verdicts), ...samples.filter((x) => x !== median).map((x) => x.verdicts)];
   return {
     store: options.store, caps: options.caps, msgs: options.msgs, history, drainMs: median.drainMs, msgsPerSec: median.perSec,
-    minPerSec: byRate[0].perSec, maxPerSec: byRate[byRate.length - 1].perSec,
+    minPerSec: lowest.perSec, maxPerSec: highest.perSec,
     verdicts: median.verdicts, peakHeapMb: Math.max(...samples.map((x) => x.peakHeap)) / 2 ** 20,
     nodeCpuUsPerMsg: median.nodeCpuUs,
     firstBurstPerSec: options.msgs / (warmUps[0].drainMs / 1000),

@@ -4,6 +4,7 @@ import type { BenchSettings } from "../settings";
 import { chainedClaimer, coreClaimer, type Claimer, type Limit } from "./limiters";
 import { OwnRedis } from "../../test/support/redisServer";
 import { redisCost } from "./redisCost";
+import { medianBy } from "../stats";
 
 /** One measured run of a claimer. */
 export interface CoreRun {
@@ -73,11 +74,6 @@ function recipientsOf(count: number, tag: string): string[] {
   return Array.from({ length: count }, (_, i) => `+1${tag}${String(i).padStart(7, "0")}`);
 }
 
-function median(runs: readonly CoreRun[]): CoreRun {
-  const sorted = [...runs].sort((a, b) => a.perSec - b.perSec);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
 /** Interleaved rounds of the core's claim and the chained limiters, the same attempts for both; the median round of each. */
 async function compare(url: string, redis: Redis, limits: readonly Limit[], settings: BenchSettings, rounds: number, tag: string): Promise<{ core: CoreRun; chained: CoreRun }> {
   const recipients = recipientsOf(20_000, tag);
@@ -98,7 +94,7 @@ async function compare(url: string, redis: Redis, limits: readonly Limit[], sett
     chains.push(await run(chainedClaimer(redis, `rlf-${tag}-${round}`, limits), redis, recipients, claims, settings.seed + round, tightest));
     await redis.flushdb();
   }
-  return { core: median(cores), chained: median(chains) };
+  return { core: medianBy(cores, (r) => r.perSec).median, chained: medianBy(chains, (r) => r.perSec).median };
 }
 
 /** Fills `recipients` with `perRecipient` claims each through the core, and reads the memory it took per (cap, recipient). */

@@ -4,6 +4,7 @@ import { parseSend } from "../../src/core/send";
 import { luaScript } from "../../src/redis/scripts";
 import { OwnRedis } from "../../test/support/redisServer";
 import { createCapService } from "../../src/service/createCapService";
+import { medianBy } from "../stats";
 
 /** One way of claiming sends against one hot total cap. */
 export interface TotalsRun {
@@ -29,9 +30,6 @@ const MAX = 10_000_000;
 const ROUNDS = 3;
 const WARM_ROUNDS = 4;
 
-function median(runs: readonly TotalsRun[]): TotalsRun {
-  return [...runs].sort((a, b) => a.perSec - b.perSec)[Math.floor(runs.length / 2)];
-}
 const AD = { ad_id: "hot-ad" };
 
 async function commandCounts(redis: Redis): Promise<{ evalsha: number; all: number }> {
@@ -127,7 +125,7 @@ export async function measureTotals(sends: number, progress: (text: string) => v
         lease.push(await leased(server.url, redis, `l${inFlight}-${round}`, sends, inFlight));
         each.push(await perSend(redis, `e${inFlight}-${round}`, sends, inFlight));
       }
-      runs.push(median(lease), median(each));
+      runs.push(medianBy(lease, (r) => r.perSec).median, medianBy(each, (r) => r.perSec).median);
     }
     return { redisVersion, runs };
   } finally {
