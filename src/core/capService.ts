@@ -126,7 +126,7 @@ export class CapService {
       onStoreCall: (call) => this.metrics.storeCall(call),
     });
     this.throughput = new ThroughputLimiter(this.access, settings.keyPrefix);
-    this.releases = this.access.lane("release", (s, items) => s.release(items), { bounded: false });
+    this.releases = this.access.lane("release", (s, items, early) => s.release(items, early), { bounded: false });
     let historyLostSaid = false;
     this.history = new DecisionHistory(store, {
       keyPrefix: settings.keyPrefix, size: settings.historySize,

@@ -1,7 +1,7 @@
 import calculateSlot from "cluster-key-slot";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
-  AdmissionStore, ClaimOutcome, ClaimRequest, HistoryAppend, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
+  EarlyAnswer, AdmissionStore, ClaimOutcome, ClaimRequest, HistoryAppend, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "../core/store/admissionStore";
 import { entryTail, RECORD_TOKEN } from "../core/store/counterEntry";
@@ -468,20 +468,21 @@ export class RedisStore implements AdmissionStore {
     this.client.on("error", (err: Error) => options.onError?.(err));
   }
 
-  claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]> {
-    return this.batch(claimBatch, requests);
+  claim(requests: readonly ClaimRequest[], early?: EarlyAnswer<ClaimOutcome>): Promise<Settled<ClaimOutcome>[]> {
+    return this.batch(claimBatch, requests, early);
   }
 
-  record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]> {
-    return this.batch(recordBatch, requests);
+  record(requests: readonly RecordRequest[], early?: EarlyAnswer<number[]>): Promise<Settled<number[]>[]> {
+    return this.batch(recordBatch, requests, early);
   }
 
-  release(requests: readonly ReleaseRequest[]): Promise<Settled<ReleaseAnswer>[]> {
-    return this.batch(releaseBatch, requests);
+  release(requests: readonly ReleaseRequest[], early?: EarlyAnswer<ReleaseAnswer>): Promise<Settled<ReleaseAnswer>[]> {
+    return this.batch(releaseBatch, requests, early);
   }
 
-  checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]> {
-    const answered = this.batch(suppressionBatch, checks);
+  checkSuppression(checks: readonly SuppressionCheck[], early?: EarlyAnswer<SuppressionOutcome>): Promise<Settled<SuppressionOutcome>[]> {
+    // a check refused mid-move is a failure, never told early: it is asked again below and told with the rest
+    const answered = this.batch(suppressionBatch, checks, early);
     return this.kind === "redis-cluster" ? answered.then((answers) => this.checkMidMove(checks, answers)) : answered;
   }
 
@@ -506,20 +507,20 @@ export class RedisStore implements AdmissionStore {
     return answers;
   }
 
-  inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]> {
-    return this.batch(inspectBatch, requests);
+  inspect(requests: readonly InspectRequest[], early?: EarlyAnswer<CounterReading[]>): Promise<Settled<CounterReading[]>[]> {
+    return this.batch(inspectBatch, requests, early);
   }
 
-  throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]> {
-    return this.batch(gcraBatch, requests);
+  throughput(requests: readonly ThroughputRequest[], early?: EarlyAnswer<ThroughputOutcome>): Promise<Settled<ThroughputOutcome>[]> {
+    return this.batch(gcraBatch, requests, early);
   }
 
-  throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]> {
-    return this.batch(gcraRefundBatch, refunds);
+  throughputRefund(refunds: readonly ThroughputRefund[], early?: EarlyAnswer<number>): Promise<Settled<number>[]> {
+    return this.batch(gcraRefundBatch, refunds, early);
   }
 
-  quota(requests: readonly QuotaRequest[]): Promise<Settled<QuotaOutcome>[]> {
-    return this.batch(quotaBatch, requests);
+  quota(requests: readonly QuotaRequest[], early?: EarlyAnswer<QuotaOutcome>): Promise<Settled<QuotaOutcome>[]> {
+    return this.batch(quotaBatch, requests, early);
   }
 
   /**
@@ -596,9 +597,12 @@ export class RedisStore implements AdmissionStore {
    * Many items in one script call. On a cluster every call must stay in one
    * hash slot: the items go in one call per slot (each item's keys share its
    * recipient's tag), all sent at once, and a slot whose call fails fails only
-   * its own items.
+   * its own items. Each call's answers are told `early`, as soon as they are
+   * read: answers read from one socket are then told in the order the calls
+   * were sent, however long the path that tells the whole batch (its await
+   * of every slot's call, a call alone on an idle queue or one of several).
    */
-  private async batch<I, O, R>(script: ScriptBatch<I, O, R>, items: readonly I[]): Promise<Settled<O>[]> {
+  private async batch<I, O, R>(script: ScriptBatch<I, O, R>, items: readonly I[], early?: EarlyAnswer<O>): Promise<Settled<O>[]> {
     if (items.length === 0) return [];
     // no await when connected: the call is written before this tick ends, so a store that answers at once is read
     // as soon as the tick is over, whatever else the tick still does (a burst's other msgs), not a tick later
@@ -609,22 +613,30 @@ export class RedisStore implements AdmissionStore {
     // one master stalled must not time out the others' answers, nor the others' answers keep its calls waiting: each
     // slot's call has its own deadline, counted by its master's silence
     const deadline = this.kind === "redis-cluster" ? this.slotDeadlineMs : undefined;
-    const call = async (indexes: readonly number[]): Promise<void> => {
+    // `tell`: the call's answers go to `early` up to its first failure; those after it wait for the whole batch, so an item
+    // asked again (a check mid-move) is told before the later items of its slot, its recipient's among them
+    const call = async (indexes: readonly number[], tell: EarlyAnswer<O> | undefined): Promise<void> => {
       const group = indexes.map((i) => items[i]);
       const keys = keysOf(script, group);
       // the script answers what its batch reads (R): the Lua file and its batch are written together
       const sent = this.scripts[script.call](keys.length, ...keys, ...script.argsOf(group)) as Promise<R>;
       const reply = await (deadline === undefined ? sent : roundTrip(sent, deadline, () => this.masterHeardAt(keys[0])));
-      script.read(reply, group).forEach((answer, j) => { out[indexes[j]] = answer; });
+      let telling = tell;
+      script.read(reply, group).forEach((answer, j) => {
+        out[indexes[j]] = answer;
+        if (answer instanceof Error) telling = undefined;
+        else telling?.(indexes[j], answer);
+      });
     };
     await Promise.all(groups.map(async (indexes) => {
       try {
-        await call(indexes);
+        await call(indexes, early);
       } catch (err) {
         if (indexes.length > 1 && isMidMigration(err)) {
           // the slot is moving: Redis refuses a call over keys of it split between two masters (TRYAGAIN), where
           // one item's call (one recipient's keys) follows the move (ASK). Nothing of the refused call ran.
-          await Promise.all(indexes.map((i) => call([i]).catch((failed: unknown) => { out[i] = asStoreFailure(failed); })));
+          // told with the whole batch, in order: the calls of one slot's items no longer answer in the order they were sent
+          await Promise.all(indexes.map((i) => call([i], undefined).catch((failed: unknown) => { out[i] = asStoreFailure(failed); })));
           return;
         }
         const failure = asStoreFailure(err);

@@ -58,13 +58,13 @@ export class CapEngine {
   constructor(private readonly options: CapEngineOptions) {
     const { access } = options;
     this.totals = new TotalLeases({ access, leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS });
-    this.claims = access.lane("claim", (store, items) => store.claim(items));
+    this.claims = access.lane("claim", (store, items, early) => store.claim(items, early));
     const parts = { access, totals: this.totals, keyPrefix: options.keyPrefix, ...(options.hmacSecret !== undefined ? { hmacSecret: options.hmacSecret } : {}) };
     const capsOf = { isExempt: (tier: string | undefined) => this.isExempt(tier), rulesOf: (send: Send) => this.rulesOf(send), capsFor: (send: Send, rules: readonly CapRule[]) => this.capsFor(send, rules) };
     this.totalClaims = new TotalClaims({
       access, totals: this.totals, claimCounters: (send, caps) => this.claimCounters(send, caps),
-      checks: access.lane("check", (store, items) => store.inspect(items)),
-      releases: access.lane("release", (store, items) => store.release(items), { bounded: false }),
+      checks: access.lane("check", (store, items, early) => store.inspect(items, early)),
+      releases: access.lane("release", (store, items, early) => store.release(items, early), { bounded: false }),
     });
     this.ownTurns = this.totalClaims.ownTurns;
     this.checking = new CapCheck({ ...parts, clock: () => this.clock() });

@@ -29,7 +29,7 @@ export class CapCheck {
   private readonly checks: Lane<InspectRequest, CounterReading[]>;
 
   constructor(private readonly options: CapCheckOptions) {
-    this.checks = options.access.lane("check", (store, items) => store.inspect(items));
+    this.checks = options.access.lane("check", (store, items, early) => store.inspect(items, early));
   }
 
   check(send: Send, rules: readonly CapRule[], candidates: readonly Candidate[] | undefined): Promise<CheckDecision> {

@@ -21,7 +21,7 @@ export class CapRecorder {
   private readonly records: Lane<RecordRequest, number[]>;
 
   constructor(private readonly options: RecordOptions) {
-    this.records = options.access.lane("record", (store, items) => store.record(items));
+    this.records = options.access.lane("record", (store, items, early) => store.record(items, early));
   }
 
   /** record mode: count the send in every applicable cap without checking (idempotent). */

@@ -1,5 +1,5 @@
 import { StoreUnavailableError } from "../errors";
-import type { Settled } from "../store/admissionStore";
+import type { EarlyAnswer, Settled } from "../store/admissionStore";
 import { asStoreFailure } from "../store/storeFaults";
 import type { CircuitBreaker } from "../store/storeGuard";
 import type { Backlog } from "./intake";
@@ -16,7 +16,8 @@ export interface Lane<I, O> {
   readonly bounded: boolean;
   /** this lane's own timeout (a hold writes a whole msg); default the queue's */
   readonly timeoutMs?: number;
-  run(items: readonly I[]): Promise<Settled<O>[]>;
+  /** answers `items` in order; `early` may be told some of them before the rest (EarlyAnswer) */
+  run(items: readonly I[], early?: EarlyAnswer<O>): Promise<Settled<O>[]>;
 }
 
 export interface SendQueueOptions {
@@ -77,7 +78,10 @@ interface Waiting {
  * store's silence once a call is sent, never the wait in the queue nor the
  * wait behind earlier calls the store is answering. Items leave in the
  * order they came, and a lane answers a batch in its order, so the sends of
- * one recipient are judged in arrival order.
+ * one recipient are judged in arrival order. Items are told their answers
+ * as the store reads them (EarlyAnswer): on a cluster, where a batch is a call
+ * per master, a slow master's call never lets a later batch's answers
+ * overtake the others', and answers read together are told in the order sent.
  */
 export class SendQueue implements Backlog {
   private waiting: Waiting[] = [];
@@ -279,6 +283,15 @@ export class SendQueue implements Backlog {
       return;
     }
     let sentAt = performance.now();
+    // items told early (a cluster's master answered its slot before the others did), and whether the call has settled
+    // (any answer after that, of a call that timed out, is late and told to no one)
+    let toldEarly: Uint8Array | undefined;
+    let settled = false;
+    const early = (i: number, result: unknown): void => {
+      if (settled || i >= group.length || toldEarly?.[i] === 1) return;
+      (toldEarly ??= new Uint8Array(group.length))[i] = 1;
+      this.answer(group[i], undefined, result);
+    };
     try {
       // a burst that arrives with the deploy goes out before the first connection: the wait for it is not the call's round trip
       const connecting = this.options.whenUsable?.();
@@ -288,12 +301,13 @@ export class SendQueue implements Backlog {
       }
       let running: Promise<Settled<unknown>[]>;
       try {
-        running = lane.run(group.map((w) => w.item));
+        running = lane.run(group.map((w) => w.item), early);
       } catch (err) {
         // answered after the await below, not in this flush (answerLater)
         running = Promise.reject(err);
       }
       const results = await roundTrip(running, lane.timeoutMs ?? this.options.timeoutMs, this.options.heardAt);
+      settled = true;
       const ms = performance.now() - sentAt;
       this.paced(group.length, ms);
       let fault: StoreUnavailableError | undefined;
@@ -301,7 +315,9 @@ export class SendQueue implements Backlog {
       let answered = 0;
       group.forEach((w, i) => {
         const result = results[i];
-        if (result instanceof StoreUnavailableError) {
+        if (toldEarly?.[i] === 1) {
+          answered++;
+        } else if (result instanceof StoreUnavailableError) {
           fault ??= result;
           this.answer(w, result);
         } else if (result instanceof Error) {
@@ -321,10 +337,14 @@ export class SendQueue implements Backlog {
       // items fail on their own, and the breaker stays closed for the recipients on the healthy masters
       this.options.breaker.settle(isProbe, answered > 0 ? undefined : fault ?? refused);
     } catch (err) {
+      settled = true;
       const failure = asStoreFailure(err);
       this.report(lane, group.length, performance.now() - sentAt, failure);
-      this.options.breaker.settle(isProbe, failure);
-      for (const w of group) this.answer(w, failure);
+      // the items a master answered before the call failed or timed out keep their answers
+      this.options.breaker.settle(isProbe, toldEarly === undefined ? failure : undefined);
+      group.forEach((w, i) => {
+        if (toldEarly?.[i] !== 1) this.answer(w, failure);
+      });
     }
   }
 

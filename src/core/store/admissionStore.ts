@@ -177,6 +177,16 @@ export interface SuppressionWrite {
 export type Settled<T> = T | StoreUnavailableError;
 
 /**
+ * Told an item's answer (by its index in the call) as soon as it is read,
+ * before the rest of the call is: a cluster's masters answer a call's slots
+ * apart, and a slot's items must not wait for another master, where a later
+ * call with none on it would overtake them; and answers read together are
+ * told in the order they were sent, not in the order the promises that
+ * gather whole calls happen to settle. Failures are not told early.
+ */
+export type EarlyAnswer<T> = (index: number, answer: T) => void;
+
+/**
  * Where counters, block lists and duplicate marks live. Both implementations
  * (memory, Redis) give the same answers for the same inputs; test/conformance
  * proves it. Send-path calls take many items at once (a burst is answered in
@@ -190,20 +200,20 @@ export interface AdmissionStore {
   /** how the send queue should feed it: most items in one call, most calls at once */
   readonly batching?: { maxBatch: number; maxInFlight: number };
   /** Atomic check-and-claim of each request's counters: all or nothing per request (SPEC §5). */
-  claim(requests: readonly ClaimRequest[]): Promise<Settled<ClaimOutcome>[]>;
+  claim(requests: readonly ClaimRequest[], early?: EarlyAnswer<ClaimOutcome>): Promise<Settled<ClaimOutcome>[]>;
   /** Adds each member to its counters without checking; idempotent. Answers the counts. */
-  record(requests: readonly RecordRequest[]): Promise<Settled<number[]>[]>;
+  record(requests: readonly RecordRequest[], early?: EarlyAnswer<number[]>): Promise<Settled<number[]>[]>;
   /** Gives back claims; answers how many entries (or marks) each freed, and how many it handed to another attempt of its msg. */
-  release(requests: readonly ReleaseRequest[]): Promise<Settled<ReleaseAnswer>[]>;
-  checkSuppression(checks: readonly SuppressionCheck[]): Promise<Settled<SuppressionOutcome>[]>;
+  release(requests: readonly ReleaseRequest[], early?: EarlyAnswer<ReleaseAnswer>): Promise<Settled<ReleaseAnswer>[]>;
+  checkSuppression(checks: readonly SuppressionCheck[], early?: EarlyAnswer<SuppressionOutcome>): Promise<Settled<SuppressionOutcome>[]>;
   /** GCRA reservations against throughput ceilings, in order, each atomic (SPEC §8). */
-  throughput(requests: readonly ThroughputRequest[]): Promise<Settled<ThroughputOutcome>[]>;
+  throughput(requests: readonly ThroughputRequest[], early?: EarlyAnswer<ThroughputOutcome>): Promise<Settled<ThroughputOutcome>[]>;
   /** Gives back reservations: TAT = max(now, TAT − count × T); answers the TAT after, µs (0: the ceiling has no state). */
-  throughputRefund(refunds: readonly ThroughputRefund[]): Promise<Settled<number>[]>;
+  throughputRefund(refunds: readonly ThroughputRefund[], early?: EarlyAnswer<number>): Promise<Settled<number>[]>;
   /** Calls on total caps' shared counters: spends, leases, give-backs (src/core/totals/quotaStep.ts, lua/quota.lua). */
-  quota(requests: readonly QuotaRequest[]): Promise<Settled<QuotaOutcome>[]>;
+  quota(requests: readonly QuotaRequest[], early?: EarlyAnswer<QuotaOutcome>): Promise<Settled<QuotaOutcome>[]>;
   /** Read-only: each counter's count in its window and the wait until it has a free slot; claims nothing. */
-  inspect(requests: readonly InspectRequest[]): Promise<Settled<CounterReading[]>[]>;
+  inspect(requests: readonly InspectRequest[], early?: EarlyAnswer<CounterReading[]>): Promise<Settled<CounterReading[]>[]>;
   /** Writes (or, without entry, removes) block-list entries. */
   writeSuppressions(writes: readonly SuppressionWrite[]): Promise<void>;
   /** One page of an org's block-list index; cursor "0" starts and ends. */

@@ -3,7 +3,7 @@ import { FailOpenReporter } from "./failOpenReporter";
 import { SendQueue, type Answer, type Lane, type StoreCall } from "../sendQueue/sendQueue";
 import { asStoreFailure } from "./storeFaults";
 import { CircuitBreaker, StoreGuard } from "./storeGuard";
-import type { AdmissionStore, Settled } from "./admissionStore";
+import type { AdmissionStore, EarlyAnswer, Settled } from "./admissionStore";
 
 export type FailMode = "open" | "closed";
 
@@ -65,12 +65,12 @@ export class StoreAccess {
   }
 
   /** A lane of this store's calls, answered in batches (see SendQueue). */
-  lane<I, O>(name: string, run: (store: AdmissionStore, items: readonly I[]) => Promise<Settled<O>[]>, options: { bounded?: boolean; timeoutMs?: number } = {}): Lane<I, O> {
+  lane<I, O>(name: string, run: (store: AdmissionStore, items: readonly I[], early?: EarlyAnswer<O>) => Promise<Settled<O>[]>, options: { bounded?: boolean; timeoutMs?: number } = {}): Lane<I, O> {
     return {
       name,
       bounded: options.bounded ?? true,
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      run: (items) => run(this.store, items),
+      run: (items, early) => run(this.store, items, early),
     };
   }
 

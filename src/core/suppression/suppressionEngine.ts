@@ -66,7 +66,7 @@ export class SuppressionEngine {
   private readonly checks: Lane<SuppressionCheck, SuppressionOutcome>;
 
   constructor(private readonly options: SuppressionEngineOptions) {
-    this.checks = options.access.lane("suppression", (store, items) => store.checkSuppression(items));
+    this.checks = options.access.lane("suppression", (store, items, early) => store.checkSuppression(items, early));
   }
 
   /** From now on every change is written to the mirror first (it holds recipients as stored: HMACs when hashing). */

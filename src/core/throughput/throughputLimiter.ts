@@ -15,9 +15,9 @@ export class ThroughputLimiter {
   private readonly refunds: Lane<ThroughputRefund, number>;
 
   constructor(private readonly access: StoreAccess, private readonly keyPrefix: string) {
-    this.lane = access.lane("throughput", (store, items) => store.throughput(items));
+    this.lane = access.lane("throughput", (store, items, early) => store.throughput(items, early));
     // finishing work already begun (msgs were dropped): never refused as overloaded
-    this.refunds = access.lane("throughput-refund", (store, items) => store.throughputRefund(items), { bounded: false });
+    this.refunds = access.lane("throughput-refund", (store, items, early) => store.throughputRefund(items, early), { bounded: false });
   }
 
   /**

@@ -189,7 +189,7 @@ export class TotalLeases {
   private batches = 0;
 
   constructor(private readonly options: TotalLeasesOptions) {
-    this.lane = options.access.lane("quota", (store, items) => store.quota(items), { bounded: false });
+    this.lane = options.access.lane("quota", (store, items, early) => store.quota(items, early), { bounded: false });
     this.now = options.now ?? Date.now;
     this.idleMs = leaseIdleMs(options.leaseMs);
     this.leaseId = holderLeaseId(randomBytes(8).toString("hex"), options.leaseMs);
