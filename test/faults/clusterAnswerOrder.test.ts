@@ -51,6 +51,39 @@ const CASES = [
 ] as const;
 
 /**
+ * How the recipient's msgs (and one of the other paused master's) arrive. The
+ * first msg of each finds the send queue idle and goes alone, one call.
+ */
+const ARRIVALS = [
+  {
+    // the next two gather into one batch, a call to each paused master; then, 30 ms apart, batches of the recipient's alone
+    name: "a few msgs, some batches apart",
+    async send(send: (recipient: string) => void, own: string, slow: string): Promise<void> {
+      send(own);
+      send(slow);
+      send(own);
+      for (let k = 0; k < 3; k++) {
+        await sleep(30);
+        send(own);
+      }
+    },
+  },
+  {
+    // a split node's burst in one tick: the send queue sends it in batches of 32 as they fill, only the first with a call
+    // to the other master
+    name: "a burst of 100 in one tick",
+    send(send: (recipient: string) => void, own: string, slow: string): Promise<void> {
+      send(own);
+      for (let k = 0; k < 100; k++) {
+        if (k === 5) send(slow);
+        send(own);
+      }
+      return Promise.resolve();
+    },
+  },
+] as const;
+
+/**
  * A recipient's msgs are judged in the order they came, whatever order the
  * store's answers come back in. The gate keeps its outputs in that order
  * anyway, but a held msg's due time is set when its answer is told, and a
@@ -66,8 +99,8 @@ describe("a recipient's held msgs on a cluster whose masters answer late are due
   this.timeout(60_000);
   const cluster = clusterHelperSuite();
 
-  for (const testCase of CASES) {
-    it(testCase.name, async () => {
+  for (const testCase of CASES) for (const arrivals of ARRIVALS) {
+    it(`${testCase.name}: ${arrivals.name}`, async () => {
       const seed = cluster.nodes[0];
       assert.ok(seed);
       const masterOf = await mastersBySlot(seed.port);
@@ -97,15 +130,7 @@ describe("a recipient's held msgs on a cluster whose masters answer late are due
       ownNode.pause();
       slowNode.pause();
       try {
-        // the first msg finds the send queue idle and goes alone, one call; the next two gather into one batch, a call
-        // to each paused master; then, 30 ms apart, batches of the recipient's alone
-        send(rOwn);
-        send(rSlow);
-        send(rOwn);
-        for (let k = 0; k < 3; k++) {
-          await sleep(30);
-          send(rOwn);
-        }
+        await arrivals.send(send, rOwn, rSlow);
         await sleep(100);
         (testCase.first === "own" ? ownNode : slowNode).resume();
         await sleep(300);
