@@ -598,9 +598,8 @@ export class RedisStore implements AdmissionStore {
    * hash slot: the items go in one call per slot (each item's keys share its
    * recipient's tag), all sent at once, and a slot whose call fails fails only
    * its own items. Each call's answers are told `early`, as soon as they are
-   * read: answers read from one socket are then told in the order the calls
-   * were sent, however long the path that tells the whole batch (its await
-   * of every slot's call, a call alone on an idle queue or one of several).
+   * read, so answers read from one socket are told in the order their calls
+   * were sent, whatever else their batches still wait for.
    */
   private async batch<I, O, R>(script: ScriptBatch<I, O, R>, items: readonly I[], early?: EarlyAnswer<O>): Promise<Settled<O>[]> {
     if (items.length === 0) return [];
@@ -635,7 +634,8 @@ export class RedisStore implements AdmissionStore {
         if (indexes.length > 1 && isMidMigration(err)) {
           // the slot is moving: Redis refuses a call over keys of it split between two masters (TRYAGAIN), where
           // one item's call (one recipient's keys) follows the move (ASK). Nothing of the refused call ran.
-          // told with the whole batch, in order: the calls of one slot's items no longer answer in the order they were sent
+          // told with the whole batch, in order: each item's call may follow the move to the other master, so their
+          // answers come back in no set order
           await Promise.all(indexes.map((i) => call([i], undefined).catch((failed: unknown) => { out[i] = asStoreFailure(failed); })));
           return;
         }

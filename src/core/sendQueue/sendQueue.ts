@@ -283,8 +283,8 @@ export class SendQueue implements Backlog {
       return;
     }
     let sentAt = performance.now();
-    // items told early (a cluster's master answered its slot before the others did), and whether the call has settled
-    // (any answer after that, of a call that timed out, is late and told to no one)
+    // items the store told as it read their answers (EarlyAnswer), and whether the call has settled (an answer after
+    // that, of a call that timed out, is late and told to no one)
     let toldEarly: Uint8Array | undefined;
     let settled = false;
     const early = (i: number, result: unknown): void => {
