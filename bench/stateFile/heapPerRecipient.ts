@@ -6,6 +6,7 @@ import { runInNewContext } from "node:vm";
 import { capCounterKey } from "../../src/core/caps/keys";
 import { MemoryStore } from "../../src/core/store/memoryStore";
 import { MemoryStateFile } from "../../src/core/store/memoryStateFile";
+import { JsonBytes } from "../../src/core/jsonBytes";
 import { renderTable, whole, ms } from "../report/markdown";
 import { watchLoop, type LoopStalls } from "./loopWatch";
 
@@ -48,11 +49,16 @@ async function fill(store: MemoryStore, recipients: number): Promise<void> {
 
 /** Times the making of each part of the store's snapshot text, after a pass to warm it up. */
 function partTimes(store: MemoryStore): ScaleRow["partMs"] {
-  for (const part of store.snapshotParts()) void part;
+  const out = new JsonBytes();
+  for (const part of store.snapshotParts(out)) {
+    void part;
+    out.clear();
+  }
   const times: number[] = [];
   let started = performance.now();
-  for (const part of store.snapshotParts()) {
+  for (const part of store.snapshotParts(out)) {
     void part;
+    out.clear();
     const now = performance.now();
     times.push(now - started);
     started = now;

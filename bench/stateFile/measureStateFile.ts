@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "../../src/core/store/memoryStore";
 import { MemoryStateFile } from "../../src/core/store/memoryStateFile";
+import { JsonBytes } from "../../src/core/jsonBytes";
 import { MemoryDeferStore } from "../../src/core/hold/memoryHeldQueues";
 import { renderTable, whole, ms } from "../report/markdown";
 import { watchLoop, type LoopStalls } from "./loopWatch";
@@ -45,11 +46,6 @@ async function watched(how: string, recipients: number, file: string, save: () =
   return { how, recipients, saveMs, stalls, fileMB: bytes / 1e6 };
 }
 
-/**
- * The memory store's state file: the save in parts (MemoryStateFile, what a
- * cap-config runs every 5 s) beside the one piece it replaced (JSON.stringify
- * of the whole snapshot, then writeFileSync), each on a store of the same size.
- */
 /** held msgs of a defer journal compacted in the journal rows */
 export const JOURNAL_HELD: readonly number[] = [100_000];
 
@@ -89,6 +85,11 @@ async function journalRows(dir: string, held: number): Promise<StateFileRow[]> {
   return rows;
 }
 
+/**
+ * The memory store's state file: the save in parts (MemoryStateFile, what a
+ * cap-config runs every 5 s) beside the one piece it replaced (the whole
+ * text made at once, then writeFileSync), each on a store of the same size.
+ */
 export async function measureStateFile(progress: (text: string) => void): Promise<StateFileRow[]> {
   const dir = mkdtempSync(join(tmpdir(), "sendgate-bench-state-"));
   const rows: StateFileRow[] = [];
@@ -97,9 +98,11 @@ export async function measureStateFile(progress: (text: string) => void): Promis
       progress(`state file: ${recipients} recipients`);
       const store = await filled(recipients);
       const file = join(dir, "memory.json");
-      // the same text, made and written in one go, as the cap-config did before
+      // the same text, made whole and written in one go
       rows.push(await watched("one piece (all parts, then writeFileSync)", recipients, file, async () => {
-        writeFileSync(file, [...store.snapshotParts(Number.POSITIVE_INFINITY)].join(""));
+        const out = new JsonBytes();
+        for (const part of store.snapshotParts(out, Number.POSITIVE_INFINITY)) void part;
+        writeFileSync(file, out.bytes());
       }));
       rows.push(await watched("in parts (MemoryStateFile)", recipients, file, async () => {
         // a store changed since its file was made: one fresh change makes it save

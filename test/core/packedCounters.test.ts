@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { digestOf, packTail, tokenOf } from "../../src/core/store/counterEntry";
-import { entriesOf, packed, packedJson, repacked, type Entry, type PackedCounters } from "../../src/core/store/packedCounters";
+import { JsonBytes } from "../../src/core/jsonBytes";
+import { entriesOf, packed, repacked, writePackedJson, type Entry, type PackedCounters } from "../../src/core/store/packedCounters";
 
 /** Each field and its entries, as a snapshot lists them (the shape the store kept before it packed them). */
 function unpacked(p: PackedCounters): [string, Entry[]][] {
@@ -14,6 +15,13 @@ function unpacked(p: PackedCounters): [string, Entry[]][] {
     }
   }
   return fields;
+}
+
+/** A recipient's snapshot text, as a save writes it. */
+function packedJson(key: string, counters: PackedCounters): string {
+  const out = new JsonBytes(16);
+  writePackedJson(out, key, counters);
+  return out.text();
 }
 
 describe("the memory store's packed counters", () => {

@@ -2,10 +2,11 @@ import { readdirSync, rmSync } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { JsonBytes } from "../jsonBytes";
 import type { MemoryStore } from "./memoryStore";
 
-/** text gathered before one write to the file */
-const WRITE_CHARS = 1 << 18;
+/** bytes gathered before one write to the file */
+const WRITE_BYTES = 1 << 18;
 
 /**
  * Where a memory store's state is saved: its snapshot, written a part at a
@@ -88,20 +89,17 @@ export class MemoryStateFile {
     const handle = await open(temporary, "w");
     let written = false;
     try {
-      let gathered: string[] = [];
-      let chars = 0;
-      for (const part of this.store.snapshotParts()) {
-        gathered.push(part);
-        chars += part.length;
-        if (chars >= WRITE_CHARS) {
-          await handle.write(gathered.join(""));
-          gathered = [];
-          chars = 0;
+      const out = new JsonBytes(WRITE_BYTES + WRITE_BYTES / 4);
+      for (const step of this.store.snapshotParts(out)) {
+        void step;
+        if (out.length >= WRITE_BYTES) {
+          await handle.write(out.bytes());
+          out.clear();
         }
         // a turn after every part, a write's too: a write's answer alone would let the next part follow in the same turn
         await nextTurn();
       }
-      await handle.write(gathered.join(""));
+      await handle.write(out.bytes());
       written = true;
     } finally {
       await handle.close();

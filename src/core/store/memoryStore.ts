@@ -10,28 +10,43 @@ import { flatKey } from "./flatKey";
 import { drain, dropExpired } from "./sweepParts";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { MemoryHistory } from "../history/memoryHistory";
-import { entriesOf, expiresAtOf, packed, packedJson, repacked, type Entry, type FieldWrite, type PackedCounters } from "./packedCounters";
+import { JsonBytes } from "../jsonBytes";
+import { entriesOf, expiresAtOf, packed, writePackedJson, repacked, type Entry, type FieldWrite, type PackedCounters } from "./packedCounters";
 import { GIVE_BACK_HORIZON_MS, quotaKeepMs, quotaStep, savedLimit, type QuotaOutcome, type QuotaRequest } from "../caps/totals/quotaStep";
 
 /** entries per part of a snapshot's text (a few ms of work each) */
 export const SNAPSHOT_SLICE = 400;
-/** a part also ends once its text is this long (a few large entries: a recipient's long counter lists, block-list hashes) */
-const PART_CHARS = 64 * 1024;
+/** a part also ends once it has written this many bytes (a few large entries: a recipient's long counter lists, block-list hashes) */
+const PART_BYTES = 64 * 1024;
 
-/** `,"name":[…]` of one map's entries (`entry`: its JSON text, undefined: left out), in parts of at most `slice` entries or about PART_CHARS. */
-function* listParts<V>(name: string, map: Map<string, V>, slice: number, entry: (key: string, value: V) => string | undefined): Generator<string, void, undefined> {
-  let text = `,"${name}":[`;
+/**
+ * Writes `,"name":[…]` of one map's entries into `out`, those `live` keeps,
+ * with a step after every `slice` entries or `partBytes` written.
+ */
+function* listParts<V>(
+  out: JsonBytes, name: string, map: Map<string, V>, live: (value: V) => boolean, write: (key: string, value: V) => void,
+  slice: number, partBytes = PART_BYTES,
+): Generator<void, void, undefined> {
+  out.raw(`,"${name}":[`);
   let made = 0;
+  let partFrom = out.length;
   for (const [key, value] of map) {
-    const json = entry(key, value);
-    if (json === undefined) continue;
-    text += `${made === 0 ? "" : ","}${json}`;
-    if (++made % slice === 0 || text.length >= PART_CHARS) {
-      yield text;
-      text = "";
+    if (!live(value)) continue;
+    if (made > 0) out.raw(",");
+    write(key, value);
+    if (++made % slice === 0 || out.length - partFrom >= partBytes) {
+      yield;
+      partFrom = out.length;
     }
   }
-  yield `${text}]`;
+  out.raw("]");
+}
+
+const always = (): boolean => true;
+
+/** Runs `steps` to their end in one go. */
+function allSteps(steps: Iterable<void>): void {
+  for (const step of steps) void step;
 }
 
 export type { Entry } from "./packedCounters";
@@ -313,31 +328,37 @@ export class MemoryStore implements AdmissionStore {
   }
 
   /**
-   * The snapshot as JSON text (what JSON.stringify(snapshot()) gives), in
-   * parts of at most `slice` entries each: a writer yields to the event loop
-   * between parts, where one piece stalled every gate (~0.6 s for 100,000
-   * recipients). Calls between parts change entries not yet made: each entry
-   * is saved as it stood when its part was made, and the next save has what
-   * changed after. Each key stands alone, except a total cap's counter and its
-   * give-backs (one quota call changes both): those two lists are one part.
+   * Writes the snapshot's JSON text (what JSON.stringify(snapshot()) gives)
+   * into `out`, a step per at most `slice` entries: a writer yields to the
+   * event loop between steps (and may take the bytes written so far), where
+   * one piece stalled every gate (~0.6 s for 100,000 recipients). Calls
+   * between steps change entries not yet written: each entry is saved as it
+   * stood when its part was written, and the next save has what changed after.
+   * Each key stands alone, except a total cap's counter and its give-backs
+   * (one quota call changes both): those two lists are one part.
    */
-  *snapshotParts(slice = SNAPSHOT_SLICE): Generator<string, void, undefined> {
+  *snapshotParts(out: JsonBytes, slice = SNAPSHOT_SLICE): Generator<void, void, undefined> {
     const now = this.clock();
-    yield '{"version":2';
+    const unexpired = (entry: { expiresAt: number }): boolean => entry.expiresAt > now;
+    out.raw('{"version":2');
     // each recipient's text straight from its packed array: a save makes no array per entry
-    yield* listParts("counters", this.counters, slice, (key, hash) => (expiresAtOf(hash) <= now ? undefined : packedJson(key, hash)));
-    yield* listParts("hashes", this.hashes, slice, (key, fields) => JSON.stringify([key, [...fields]]));
-    yield* listParts("marks", this.marks, slice, (key, mark) => (mark.expiresAt <= now ? undefined : JSON.stringify([key, mark])));
-    yield* listParts("ceilings", this.ceilings, slice, (key, c) => (c.expiresAt <= now ? undefined : JSON.stringify([key, { tat: c.tat, expiresAt: c.expiresAt }])));
-    const totals = [...listParts("quotas", this.quotas, Number.POSITIVE_INFINITY, (key, hash) => JSON.stringify([key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]))];
-    totals.push(...listParts("givenBacks", this.givenBacks, Number.POSITIVE_INFINITY, (key, ids) => JSON.stringify([key, [...ids]])));
-    yield `${totals.join("")}}`;
+    yield* listParts(out, "counters", this.counters, (hash) => expiresAtOf(hash) > now, (key, hash) => writePackedJson(out, key, hash), slice);
+    yield* listParts(out, "hashes", this.hashes, always, (key, fields) => out.json([key, [...fields]]), slice);
+    yield* listParts(out, "marks", this.marks, unexpired, (key, mark) => out.json([key, mark]), slice);
+    yield* listParts(out, "ceilings", this.ceilings, unexpired, (key, c) => out.json([key, { tat: c.tat, expiresAt: c.expiresAt }]), slice);
+    const whole = Number.POSITIVE_INFINITY;
+    allSteps(listParts(out, "quotas", this.quotas, always, (key, hash) => out.json([key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]), whole, whole));
+    allSteps(listParts(out, "givenBacks", this.givenBacks, always, (key, ids) => out.json([key, [...ids]]), whole, whole));
+    out.raw("}");
+    yield;
   }
 
   /** Everything held now, as the state file has it (expired entries left out). */
   snapshot(): MemorySnapshot {
     this.sweep();
-    return JSON.parse([...this.snapshotParts(Number.POSITIVE_INFINITY)].join("")) as MemorySnapshot;
+    const out = new JsonBytes();
+    allSteps(this.snapshotParts(out, Number.POSITIVE_INFINITY));
+    return JSON.parse(out.text()) as MemorySnapshot;
   }
 
   restore(snapshot: MemorySnapshot): void {

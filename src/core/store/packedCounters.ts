@@ -1,4 +1,5 @@
 import { digestOf, packTail, tokenOf } from "./counterEntry";
+import type { JsonBytes } from "../jsonBytes";
 
 /** One counter entry as a snapshot holds it (ts, digest of the messageId, attempt token), as lua/caps/claim.lua packs it. */
 export type Entry = [ts: number, digest: number, token: number];
@@ -96,21 +97,33 @@ function fieldEnd(packed: PackedCounters, i: number): number {
   return end;
 }
 
-/** `[key,{"expiresAt":…,"fields":[[field,[[ts,digest,token],…]],…]}]`: the snapshot's entry, as JSON.stringify would write it. */
-export function packedJson(key: string, packed: PackedCounters): string {
-  let text = `[${JSON.stringify(key)},{"expiresAt":${packed[0] as number},"fields":[`;
+/** Writes `[key,{"expiresAt":…,"fields":[[field,[[ts,digest,token],…]],…]}]`, the snapshot's entry, as JSON.stringify would write it. */
+export function writePackedJson(out: JsonBytes, key: string, packed: PackedCounters): void {
+  out.raw("[");
+  out.string(key);
+  out.raw(',{"expiresAt":');
+  out.number(packed[0] as number);
+  out.raw(',"fields":[');
   let entries = 0;
   for (let i = 1; i < packed.length; i++) {
     const item = packed[i];
     if (typeof item === "string") {
-      text += `${i === 1 ? "" : "]],"}[${JSON.stringify(item)},[`;
+      out.raw(i === 1 ? "[" : "]],[");
+      out.string(item);
+      out.raw(",[");
       entries = 0;
     } else {
       const tail = packed[++i] as number;
-      text += `${entries++ === 0 ? "" : ","}[${item},${digestOf(tail)},${tokenOf(tail)}]`;
+      out.raw(entries++ === 0 ? "[" : ",[");
+      out.number(item);
+      out.raw(",");
+      out.number(digestOf(tail));
+      out.raw(",");
+      out.number(tokenOf(tail));
+      out.raw("]");
     }
   }
-  return `${text}${packed.length > 1 ? "]]" : ""}]}]`;
+  out.raw(packed.length > 1 ? "]]]}]" : "]}]");
 }
 
 /** A snapshot's fields packed, expiring at `expiresAt`; undefined when they hold no entry. */
