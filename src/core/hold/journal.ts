@@ -1,5 +1,6 @@
 import { close, closeSync, existsSync, fdatasync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { JsonBytes } from "../jsonBytes";
 
 const HEADER = { sendgate: "defer-journal", v: 2 };
 
@@ -21,17 +22,38 @@ export interface JournalRewrite {
   abandon(): void;
 }
 
-/** Lines as the journal keeps them: one JSON object per line. */
-function linesText(lines: readonly object[]): string {
-  return lines.map((l) => `${JSON.stringify(l)}\n`).join("");
+/** a scratch of lines this large or smaller is kept for the next call; a larger one (a rewrite in one piece) is let go */
+const KEPT_SCRATCH_BYTES = 1 << 20;
+/** the bytes of the last lines written: every write is synchronous, so one scratch serves every journal of the process */
+let scratch: JsonBytes | undefined;
+
+/**
+ * `use` given lines as the journal keeps them (one JSON object per line), as
+ * bytes valid during the call. Written into one reused buffer rather than
+ * joined as strings and encoded: a compaction writes a part every turn.
+ */
+function withLineBytes<T>(lines: readonly object[], use: (bytes: Buffer) => T): T {
+  const out = scratch ?? new JsonBytes(64 * 1024);
+  scratch = undefined;
+  out.clear();
+  for (const line of lines) {
+    out.json(line);
+    out.raw("\n");
+  }
+  try {
+    return use(out.bytes());
+  } finally {
+    if (out.capacity <= KEPT_SCRATCH_BYTES) scratch = out;
+  }
 }
 
 /** Writes lines of JSON in one go (all of a call's lines, or none and one cut short); answers the bytes written. */
 function writeLines(fd: number, lines: readonly object[]): number {
-  const buffer = Buffer.from(linesText(lines), "utf8");
-  let written = 0;
-  while (written < buffer.length) written += writeSync(fd, buffer, written);
-  return buffer.length;
+  return withLineBytes(lines, (buffer) => {
+    let written = 0;
+    while (written < buffer.length) written += writeSync(fd, buffer, written);
+    return buffer.length;
+  });
 }
 
 /**
@@ -110,9 +132,12 @@ export class DeferJournal {
   rewrite(lines: readonly object[]): number {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = `${this.file}.tmp`;
-    const text = linesText([HEADER, ...lines]);
+    let bytes: number;
     try {
-      writeFileSync(temporary, text);
+      bytes = withLineBytes([HEADER, ...lines], (text) => {
+        writeFileSync(temporary, text);
+        return text.length;
+      });
     } catch (err) {
       // a full disk: the journal stays as it is, and no half-written copy is left beside it
       rmSync(temporary, { force: true });
@@ -121,7 +146,7 @@ export class DeferJournal {
     replaceFile(temporary, this.file, this.takeFile());
     this.fd = openSync(this.file, "a");
     this.appended = 0;
-    return Buffer.byteLength(text);
+    return bytes;
   }
 
   append(lines: readonly object[]): void {

@@ -34,7 +34,7 @@ type JournalLine = QueueChange & { g: string };
 type StateLine = JournalLine & { op: "state" };
 
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
-export const COMPACT_SLICE = 1_000;
+export const COMPACT_SLICE = 250;
 /** a part also ends once its msgs' texts (merged ones included) are this long: a few large msgs make a part of their own */
 const COMPACT_PART_CHARS = 64 * 1024;
 

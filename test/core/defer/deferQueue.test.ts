@@ -685,11 +685,13 @@ describe("memory defer store: the journal is always what is still owed", functio
     })));
   }
   const compacting = (): boolean => existsSync(`${file}.parts.tmp`);
+  /** a journal of 2 × COMPACT_SLICE such msgs (~250 B a line) is past it */
+  const COMPACT_AFTER_BYTES = 200 * COMPACT_SLICE;
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
   it("compacts while the queues run, a part at a time: what was held, and what changed meanwhile (held, merged, released), is rebuilt from the file", async () => {
     const now = Date.now();
-    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     const queue = first.queue(GATE);
     await queue.defer(entry({ id: "head", dueAt: now - 5, msg: { n: 0 } }), "k");
     await queue.defer(entry({ id: "gone", dueAt: now - 10 }));
@@ -735,7 +737,7 @@ describe("memory defer store: the journal is always what is still owed", functio
 
   it("lists what is held a part per turn: msgs released, replaced or merged into before their part is made, and msgs held after it began, are rebuilt as they stand", async () => {
     const now = Date.now();
-    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     const queue = first.queue(GATE);
     const n = 5 * COMPACT_SLICE;
     // the last ten are due: the first changes below take them, long before the compaction lists their part
@@ -774,7 +776,7 @@ describe("memory defer store: the journal is always what is still owed", functio
   it("keeps a hand-back of 150,000 msgs made in one call while it compacts (its lines follow the compaction's)", async function () {
     this.timeout(60_000);
     const now = Date.now();
-    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     await fill(first.queue(GATE), 2 * COMPACT_SLICE, now);
     await turn();
     assert.ok(compacting());
@@ -791,7 +793,7 @@ describe("memory defer store: the journal is always what is still owed", functio
 
   it("a close while it compacts in parts leaves one whole journal, with every msg, and no temporary file", async () => {
     const now = Date.now();
-    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     await fill(first.queue(GATE), 5 * COMPACT_SLICE, now);
     await turn();
     assert.ok(compacting());
@@ -809,7 +811,7 @@ describe("memory defer store: the journal is always what is still owed", functio
 
   it("a close after the last part, as the new file is put on disk, leaves one whole journal and warns of nothing", async () => {
     const now = Date.now();
-    const first = open(() => now, { compactAfterBytes: 200_000 });
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     // the close comes where the compaction hands the new file to the thread pool to sync: the one wait between its parts and its end
     const begin = DeferJournal.prototype.beginRewrite;
     let settled = 0;
