@@ -11,6 +11,25 @@ const FIRST_BYTES = 1 << 18;
  * number or key that needs its general form, and the bytes live outside the
  * heap.
  */
+/** how deep `value` writes nested data itself */
+const MAX_DEPTH = 64;
+const HEX = "0123456789abcdef";
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with the object it asks about
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** Writes the escape of control character (or lone surrogate) `code` at `at`, as JSON.stringify does; answers where it ends. */
+function escaped(buffer: Buffer, at: number, code: number): number {
+  const short = code === 0x08 ? 0x62 : code === 0x09 ? 0x74 : code === 0x0a ? 0x6e : code === 0x0c ? 0x66 : code === 0x0d ? 0x72 : 0;
+  buffer[at++] = 0x5c;
+  if (short !== 0) {
+    buffer[at++] = short;
+    return at;
+  }
+  buffer[at++] = 0x75;
+  for (let shift = 12; shift >= 0; shift -= 4) buffer[at++] = HEX.charCodeAt((code >> shift) & 0xf);
+  return at;
+}
+
 export class JsonBytes {
   private buffer: Buffer;
   private at = 0;
@@ -53,20 +72,54 @@ export class JsonBytes {
     this.at = at;
   }
 
-  /** `value` as a JSON string, quoted (and escaped where it must be). */
+  /** `value` as JSON.stringify writes a string (quoted, escaped where JSON must), in UTF-8. */
   string(value: string): void {
     this.room(value.length + 2);
-    const buffer = this.buffer;
+    let buffer = this.buffer;
     let at = this.at;
     buffer[at++] = 0x22;
+    let roomy = false;
     for (let i = 0; i < value.length; i++) {
       const code = value.charCodeAt(i);
-      // a quote, a backslash, a control character or any non-ASCII: JSON.stringify's own escaping, in UTF-8
-      if (code < 0x20 || code >= 0x7f || code === 0x22 || code === 0x5c) {
-        this.utf8(JSON.stringify(value));
-        return;
+      if (code >= 0x20 && code < 0x7f && code !== 0x22 && code !== 0x5c) {
+        buffer[at++] = code;
+        continue;
       }
-      buffer[at++] = code;
+      if (!roomy) {
+        // from here on a code unit may take up to 6 bytes (an escape), and the closing quote 1
+        this.at = at;
+        this.room(6 * (value.length - i) + 1);
+        buffer = this.buffer;
+        roomy = true;
+      }
+      if (code === 0x22 || code === 0x5c) {
+        buffer[at++] = 0x5c;
+        buffer[at++] = code;
+      } else if (code < 0x20) {
+        at = escaped(buffer, at, code);
+      } else if (code < 0x80) {
+        buffer[at++] = code;
+      } else if (code < 0x800) {
+        buffer[at++] = 0xc0 | (code >> 6);
+        buffer[at++] = 0x80 | (code & 0x3f);
+      } else if (code >= 0xd800 && code <= 0xdfff) {
+        const next = i + 1 < value.length ? value.charCodeAt(i + 1) : 0;
+        if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+          const point = 0x10000 + ((code - 0xd800) << 10) + (next - 0xdc00);
+          buffer[at++] = 0xf0 | (point >> 18);
+          buffer[at++] = 0x80 | ((point >> 12) & 0x3f);
+          buffer[at++] = 0x80 | ((point >> 6) & 0x3f);
+          buffer[at++] = 0x80 | (point & 0x3f);
+          i++;
+        } else {
+          // a lone surrogate: JSON.stringify writes it as an escape, which UTF-8 could not hold
+          at = escaped(buffer, at, code);
+        }
+      } else {
+        buffer[at++] = 0xe0 | (code >> 12);
+        buffer[at++] = 0x80 | ((code >> 6) & 0x3f);
+        buffer[at++] = 0x80 | (code & 0x3f);
+      }
     }
     buffer[at++] = 0x22;
     this.at = at;
@@ -93,9 +146,78 @@ export class JsonBytes {
     } while (left > 0);
   }
 
-  /** Any value, through JSON.stringify: the rarer kinds of entry. */
+  /**
+   * `value` as JSON.stringify writes it. Plain data (strings, numbers,
+   * booleans, null, arrays, objects of no class and no toJSON) is written
+   * here, the rest (a Date, a class, a cycle or a BigInt, which throw) goes
+   * through JSON.stringify itself.
+   */
+  value(value: unknown, depth = 0): void {
+    switch (typeof value) {
+      case "string":
+        this.string(value);
+        return;
+      case "number":
+        this.number(value);
+        return;
+      case "boolean":
+        this.raw(value ? "true" : "false");
+        return;
+      case "object":
+        break;
+      default:
+        this.json(value);
+        return;
+    }
+    if (value === null) {
+      this.raw("null");
+      return;
+    }
+    // past this depth a cycle is likelier than data: JSON.stringify tells it
+    if (depth >= MAX_DEPTH) {
+      this.json(value);
+      return;
+    }
+    if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
+      this.json(value);
+      return;
+    }
+    if (Array.isArray(value)) {
+      this.raw("[");
+      for (let i = 0; i < value.length; i++) {
+        if (i > 0) this.raw(",");
+        const item: unknown = value[i];
+        if (item === undefined || typeof item === "function" || typeof item === "symbol") this.raw("null");
+        else this.value(item, depth + 1);
+      }
+      this.raw("]");
+      return;
+    }
+    const prototype: unknown = Object.getPrototypeOf(value);
+    if (prototype !== Object.prototype && prototype !== null) {
+      this.json(value);
+      return;
+    }
+    this.raw("{");
+    let first = true;
+    // for-in takes the keys in Object.keys' order without making their array; what it finds up the prototype is left out
+    for (const key in value) {
+      if (!hasOwn.call(value, key)) continue;
+      const field: unknown = (value as Record<string, unknown>)[key];
+      if (field === undefined || typeof field === "function" || typeof field === "symbol") continue;
+      if (!first) this.raw(",");
+      first = false;
+      this.string(key);
+      this.raw(":");
+      this.value(field, depth + 1);
+    }
+    this.raw("}");
+  }
+
+  /** Any value, through JSON.stringify itself (what it leaves out, alone, as null). */
   json(value: unknown): void {
-    this.utf8(JSON.stringify(value));
+    const text = JSON.stringify(value) as string | undefined;
+    this.utf8(text ?? "null");
   }
 
   private utf8(text: string): void {
