@@ -1,4 +1,8 @@
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { medianBy } from "../stats";
+import { ms } from "../report/markdown";
 
 /** What the event loop went through while watched. */
 export interface LoopStalls {
@@ -36,4 +40,34 @@ export function watchLoop(): () => LoopStalls {
     gc.disconnect();
     return { longestGapMs, delayMaxMs: delay.max / 1e6, longestGcMs };
   };
+}
+
+/** runs of each stall row: the box's own pauses move a single run by milliseconds */
+export const STALL_RUNS = 3;
+
+/** Several runs of one watch: the run of the median longest stall, and the lowest and highest longest stall beside it. */
+export interface StallRuns {
+  median: LoopStalls;
+  lowestGapMs: number;
+  highestGapMs: number;
+}
+
+export function stallRuns(runs: readonly LoopStalls[]): StallRuns {
+  const { median, lowest, highest } = medianBy(runs, (r) => r.longestGapMs);
+  return { median, lowestGapMs: lowest.longestGapMs, highestGapMs: highest.longestGapMs };
+}
+
+/** The cells of a stall row: the median run's longest stall (the lowest and highest beside it), its loop delay max and its longest GC pause. */
+export function stallCells(runs: StallRuns): string[] {
+  const { median } = runs;
+  return [`${ms(median.longestGapMs)} (${ms(runs.lowestGapMs)}–${ms(runs.highestGapMs)})`, ms(median.delayMaxMs), ms(median.longestGcMs)];
+}
+
+/** node's gc(): a full collection, or with `{ type: "minor" }` one of the young generation */
+export type Collector = (options?: { type: "minor" | "major" }) => void;
+
+/** node's gc(), without --expose-gc on the command line */
+export function collector(): Collector {
+  setFlagsFromString("--expose-gc");
+  return runInNewContext("gc") as Collector;
 }

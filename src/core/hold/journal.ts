@@ -1,4 +1,4 @@
-import { close, closeSync, existsSync, fdatasync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { close, closeSync, existsSync, fdatasync, mkdirSync, openSync, readFileSync, renameSync, rmSync, write, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { JsonBytes } from "../jsonBytes";
 
@@ -8,8 +8,12 @@ const HEADER = { sendgate: "defer-journal", v: 2 };
 export interface JournalRewrite {
   /** bytes of lines written so far */
   readonly bytes: number;
-  /** writes a part of the lines */
-  write(lines: readonly object[]): void;
+  /** adds a line to the part being gathered */
+  add(line: object): void;
+  /** bytes of the part being gathered */
+  readonly pending: number;
+  /** writes the part gathered on the thread pool; no line is added until it is written */
+  flush(): Promise<void>;
   /**
    * puts what was written so far on disk, on the thread pool: the rename in
    * `finish` then has little left to place (ext4 places a file's pending
@@ -35,16 +39,35 @@ let scratch: JsonBytes | undefined;
 function withLineBytes<T>(lines: readonly object[], use: (bytes: Buffer) => T): T {
   const out = scratch ?? new JsonBytes(64 * 1024);
   scratch = undefined;
-  out.clear();
-  for (const line of lines) {
-    out.json(line);
-    out.raw("\n");
-  }
+  linesInto(out, lines);
   try {
     return use(out.bytes());
   } finally {
     if (out.capacity <= KEPT_SCRATCH_BYTES) scratch = out;
   }
+}
+
+/** `out` holding `lines` as the journal keeps them, one JSON object per line, and nothing else. */
+function linesInto(out: JsonBytes, lines: readonly object[]): void {
+  out.clear();
+  for (const line of lines) {
+    out.value(line);
+    out.raw("\n");
+  }
+}
+
+/** Writes all of `bytes` to `fd` on the thread pool. */
+function writeAll(fd: number, bytes: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const from = (offset: number): void => {
+      write(fd, bytes, offset, bytes.length - offset, null, (err, written) => {
+        if (err) reject(err);
+        else if (offset + written < bytes.length) from(offset + written);
+        else resolve();
+      });
+    };
+    from(0);
+  });
 }
 
 /** Writes lines of JSON in one go (all of a call's lines, or none and one cut short); answers the bytes written. */
@@ -183,17 +206,42 @@ export class DeferJournal {
       throw err;
     }
     let bytes = 0;
+    // a part's bytes of its own: they are on the thread pool while the journal appends through the shared scratch
+    const part = new JsonBytes(128 * 1024);
+    let writing: Promise<unknown> | undefined;
     const closeTemporary = (): void => {
-      if (fd !== undefined) closeSync(fd);
+      const open = fd;
       fd = undefined;
+      if (open === undefined) return;
+      // a part still being written writes through this handle: its number must be no other file's until that write ends
+      if (writing) void writing.then(() => close(open, () => undefined));
+      else closeSync(open);
     };
     return {
       get bytes() {
         return bytes;
       },
-      write(lines) {
+      get pending() {
+        return part.length;
+      },
+      add(line) {
         if (fd === undefined) throw new Error("the rewrite is over");
-        bytes += writeLines(fd, lines);
+        if (writing) throw new Error("the rewrite's last part is still being written");
+        part.value(line);
+        part.raw("\n");
+      },
+      flush() {
+        if (fd === undefined) return Promise.reject(new Error("the rewrite is over"));
+        if (writing) return Promise.reject(new Error("the rewrite's last part is still being written"));
+        const length = part.length;
+        const written = writeAll(fd, part.bytes()).finally(() => {
+          writing = undefined;
+        });
+        writing = written.catch(() => undefined);
+        return written.then(() => {
+          bytes += length;
+          part.clear();
+        });
       },
       settle() {
         if (fd === undefined) return Promise.reject(new Error("the rewrite is over"));

@@ -26,6 +26,23 @@ export type QueueChange =
   /** a whole held msg, as a compacted journal writes it */
   | { op: "state"; id: string; stored: string; releaseAt: number; expiresAt?: number; key?: string; tag?: string; merged: string[]; units: string[]; dropped: number };
 
+/** A held msg as a journal's state line has it (a field left undefined is not written). */
+export interface HeldState {
+  g: string | undefined;
+  op: "state";
+  id: string;
+  stored: string;
+  releaseAt: number;
+  expiresAt: number | undefined;
+  key: string | undefined;
+  tag: string | undefined;
+  merged: readonly string[];
+  units: readonly string[];
+  dropped: number;
+}
+
+const NO_UNITS: readonly string[] = Object.freeze([]);
+
 export interface MemoryDeferQueueOptions {
   /** the gate whose msgs it holds; entries of another gate are refused */
   gate?: string;
@@ -230,25 +247,35 @@ export class MemoryDeferQueue implements DeferQueue {
 
   /** Everything held as changes that rebuild it (what a compacted journal holds); leased msgs come back due. */
   state(): QueueChange[] {
-    return [...this.states(this.held.size)];
+    const lines: QueueChange[] = [];
+    for (const held of this.states(this.held.size)) {
+      const line: QueueChange & { op: "state" } = { op: "state", id: held.id, stored: held.stored, releaseAt: held.releaseAt, merged: [...held.merged], units: [...held.units], dropped: held.dropped };
+      if (held.expiresAt !== undefined) line.expiresAt = held.expiresAt;
+      if (held.key !== undefined) line.key = held.key;
+      if (held.tag !== undefined) line.tag = held.tag;
+      lines.push(line);
+    }
+    return lines;
   }
 
   /**
    * The first `limit` held msgs in the queue's order (the order their ids
    * were held in, a msg held again after it went counting as new), each as a
-   * line, made as they are asked for: a compaction while the queues run asks
-   * for a part per turn of the loop.
+   * line named by `gate` (a journal's lines name it), made as they are asked
+   * for: a compaction while the queues run asks for a part per turn of the
+   * loop. A line shares the msg's lists and is read before the queue changes
+   * again (a compaction writes each line as it is made): a compaction makes
+   * one for every held msg, so each is one object of one shape, nothing
+   * copied.
    */
-  *states(limit: number): Generator<QueueChange & { op: "state" }, void, undefined> {
+  *states(limit: number, gate?: string): Generator<HeldState, void, undefined> {
     let made = 0;
     for (const [id, r] of this.held) {
       if (made++ >= limit) return;
-      // built without spreads: a compaction makes one for every held msg
-      const line: QueueChange & { op: "state" } = { op: "state", id, stored: r.stored, releaseAt: r.releaseAt, merged: r.merged.slice(), units: [...r.units], dropped: r.dropped };
-      if (r.expiresAt !== undefined) line.expiresAt = r.expiresAt;
-      if (r.collapseKey !== undefined) line.key = r.collapseKey;
-      if (r.tag !== undefined) line.tag = r.tag;
-      yield line;
+      yield {
+        g: gate, op: "state", id, stored: r.stored, releaseAt: r.releaseAt, expiresAt: r.expiresAt, key: r.collapseKey, tag: r.tag,
+        merged: r.merged, units: r.units.size === 0 ? NO_UNITS : [...r.units], dropped: r.dropped,
+      };
     }
   }
 

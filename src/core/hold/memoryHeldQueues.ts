@@ -2,7 +2,7 @@ import { plainCodec, type DeferCodec } from "./codec";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { DeferJournal, type JournalRewrite } from "./journal";
 import { dropAt, MAX_MERGED, prepareDeferral, type DeferredMsg } from "./heldQueue";
-import { MemoryDeferQueue, type DeferClock, type QueueChange } from "./memoryHeldQueue";
+import { MemoryDeferQueue, type DeferClock, type HeldState, type QueueChange } from "./memoryHeldQueue";
 
 /** A held msg from elsewhere (a file of an older version), with what was merged into it. */
 export interface AdoptedHeld {
@@ -30,39 +30,38 @@ export interface MemoryDeferStoreOptions {
 }
 
 type JournalLine = QueueChange & { g: string };
-/** a held msg as a compaction writes it */
-type StateLine = JournalLine & { op: "state" };
 
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 250;
-/** a part also ends once its msgs' texts (merged ones included) are this long: a few large msgs make a part of their own */
-const COMPACT_PART_CHARS = 64 * 1024;
+/** a part also ends once its lines are this many bytes (a few large msgs make a part of their own)… */
+const COMPACT_PART_BYTES = 64 * 1024;
+/** …or once it has taken this long: code not yet compiled (the first parts after a deploy) writes lines many times slower */
+const COMPACT_PART_MS = 1;
 
 /** How soon a journal that could not be written (a full disk) is first tried again, written whole; then twice as long each time, up to JOURNAL_RETRY_MAX_MS. */
 export const JOURNAL_RETRY_MS = 1_000;
 const JOURNAL_RETRY_MAX_MS = 30_000;
 
-/** The next lines of `lines`: COMPACT_SLICE of them, or fewer that hold COMPACT_PART_CHARS of msgs (a few large msgs). */
-function partOf(lines: Iterator<StateLine>): StateLine[] {
-  const part: StateLine[] = [];
-  let chars = 0;
-  for (let next = lines.next(); next.done !== true; next = lines.next()) {
-    part.push(next.value);
-    chars += next.value.stored.length;
-    for (const merged of next.value.merged) chars += merged.length;
-    if (part.length === COMPACT_SLICE || chars >= COMPACT_PART_CHARS) break;
-  }
-  return part;
-}
+/** The first `held` msgs of each queue, as lines named by its gate, one at a time. */
+class StateLines {
+  private at = 0;
+  private lines: Iterator<HeldState> | undefined;
 
-/** The first `held` msgs of each queue, as lines named by their gate. */
-function* linesOf(queues: readonly { gate: string; queue: MemoryDeferQueue; held: number }[]): Generator<StateLine, void, undefined> {
-  for (const { gate, queue, held } of queues) {
-    for (const change of queue.states(held)) {
-      // the queue made each line for this: named by its gate in place, not copied
-      (change as StateLine).g = gate;
-      yield change as StateLine;
+  constructor(private readonly queues: readonly { gate: string; queue: MemoryDeferQueue; held: number }[]) {}
+
+  /** The next line; undefined once all are made. */
+  next(): HeldState | undefined {
+    while (this.at < this.queues.length) {
+      if (this.lines === undefined) {
+        const { gate, queue, held } = this.queues[this.at];
+        this.lines = queue.states(held, gate);
+      }
+      const next = this.lines.next();
+      if (next.done !== true) return next.value;
+      this.lines = undefined;
+      this.at++;
     }
+    return undefined;
   }
 }
 
@@ -215,25 +214,28 @@ export class MemoryDeferStore {
    * every one of them is listed (and maybe some added since, whose changes a
    * compaction also writes after these lines).
    */
-  private stateLines(): Generator<StateLine, void, undefined> {
+  private stateLines(): StateLines {
     // the counts now, not when the first line is asked for
-    return linesOf([...this.queues].map(([gate, queue]) => ({ gate, queue, held: queue.count })));
+    return new StateLines([...this.queues].map(([gate, queue]) => ({ gate, queue, held: queue.count })));
   }
 
   /** Compacts at once (on start, on close): the queues do not run meanwhile. */
   private compact(): void {
-    const lines = [...this.stateLines()];
+    const lines: HeldState[] = [];
+    const state = this.stateLines();
+    for (let line = state.next(); line !== undefined; line = state.next()) lines.push(line);
     // the size the rewrite wrote, as it wrote it: measured again, every msg would be turned into JSON twice
     this.lastCompactBytes = (this.journal as DeferJournal).rewrite(lines);
   }
 
   /**
-   * Compacts while the queues run, COMPACT_SLICE msgs at a time with a turn
-   * of the event loop between, both in listing what is held and in writing
-   * it (in one piece it stood every gate still for the whole rewrite). It
-   * writes what was held when it began, each msg as it stands when its part
-   * is made, then every change made since it began, which the journal also
-   * has meanwhile. Replayed in that order they rebuild what is held when it
+   * Compacts while the queues run, a part at a time (COMPACT_SLICE msgs, or
+   * fewer once the part is large or has taken COMPACT_PART_MS), each written
+   * on the thread pool with a turn of the event loop between, both in
+   * listing what is held and in writing it (in one piece it stood every gate
+   * still for the whole rewrite). It writes what was held when it began,
+   * each msg as it stands when its part is made, then every change made
+   * since it began, which the journal also has meanwhile. Replayed in that order they rebuild what is held when it
    * ends, though a msg's changes made before its line are replayed again on
    * it: a remove, and a put that replaces the msg, give the same result on
    * any earlier state; a put that keeps what was merged keeps the line's
@@ -246,9 +248,16 @@ export class MemoryDeferStore {
     try {
       compacting = { rewrite: (this.journal as DeferJournal).beginRewrite(), since: [], abandoned: false };
       this.compacting = compacting;
+      const { rewrite } = compacting;
       const state = this.stateLines();
-      for (let part = partOf(state); part.length > 0; part = partOf(state)) {
-        compacting.rewrite.write(part);
+      for (let line = state.next(); line !== undefined;) {
+        const started = performance.now();
+        let made = 0;
+        do {
+          rewrite.add(line);
+          line = state.next();
+        } while (line !== undefined && ++made < COMPACT_SLICE && rewrite.pending < COMPACT_PART_BYTES && performance.now() - started < COMPACT_PART_MS);
+        await rewrite.flush();
         await nextTurn();
         if (compacting.abandoned) return;
       }

@@ -343,12 +343,12 @@ export class MemoryStore implements AdmissionStore {
     out.raw('{"version":2');
     // each recipient's text straight from its packed array: a save makes no array per entry
     yield* listParts(out, "counters", this.counters, (hash) => expiresAtOf(hash) > now, (key, hash) => writePackedJson(out, key, hash), slice);
-    yield* listParts(out, "hashes", this.hashes, always, (key, fields) => out.json([key, [...fields]]), slice);
-    yield* listParts(out, "marks", this.marks, unexpired, (key, mark) => out.json([key, mark]), slice);
-    yield* listParts(out, "ceilings", this.ceilings, unexpired, (key, c) => out.json([key, { tat: c.tat, expiresAt: c.expiresAt }]), slice);
+    yield* listParts(out, "hashes", this.hashes, always, (key, fields) => out.value([key, [...fields]]), slice);
+    yield* listParts(out, "marks", this.marks, unexpired, (key, mark) => out.value([key, mark]), slice);
+    yield* listParts(out, "ceilings", this.ceilings, unexpired, (key, c) => out.value([key, { tat: c.tat, expiresAt: c.expiresAt }]), slice);
     const whole = Number.POSITIVE_INFINITY;
-    allSteps(listParts(out, "quotas", this.quotas, always, (key, hash) => out.json([key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]), whole, whole));
-    allSteps(listParts(out, "givenBacks", this.givenBacks, always, (key, ids) => out.json([key, [...ids]]), whole, whole));
+    allSteps(listParts(out, "quotas", this.quotas, always, (key, hash) => out.value([key, { expiresAt: hash.expiresAt, fields: [...hash.fields] }]), whole, whole));
+    allSteps(listParts(out, "givenBacks", this.givenBacks, always, (key, ids) => out.value([key, [...ids]]), whole, whole));
     out.raw("}");
     yield;
   }
