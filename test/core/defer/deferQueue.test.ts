@@ -17,6 +17,14 @@ import { prefixOnMaster } from "../../support/masterPrefix";
 import { legacyMemoryQueue } from "../../../src/migrations/migrations";
 import type { Adoption } from "../../../src/core/hold/memoryHeldQueues";
 import { DeferJournal } from "../../../src/core/hold/journal";
+import { pbkdf2 } from "node:crypto";
+import { promisify } from "node:util";
+
+/** libuv's thread pool: 4 unless UV_THREADPOOL_SIZE says otherwise */
+function threadPoolSize(): number {
+  const size = Number(process.env.UV_THREADPOOL_SIZE);
+  return Number.isInteger(size) && size > 0 ? size : 4;
+}
 
 /** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
 interface Harness {
@@ -835,6 +843,45 @@ describe("memory defer store: the journal is always what is still owed", functio
     assert.equal(existsSync(`${file}.parts.tmp`), false);
     assert.deepEqual(warnings, [], "closed while it synced: the close compacts, and the sync that failed on its closed file is no fault");
     const second = open(() => now);
+    assert.equal(await second.queue(GATE).size(), 2 * COMPACT_SLICE);
+    second.close();
+  });
+
+  it("a close while a part is being written closes the part's handle only after that write: the next deployment's journal gets none of its lines", async () => {
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
+    // the close comes right after a part is handed to the thread pool, kept busy so that the write waits there; the next
+    // deployment's store opens the journal at once, and would get the number of a handle closed under the write
+    const begin = DeferJournal.prototype.beginRewrite;
+    let flushed = 0;
+    let busy: Promise<unknown>[] = [];
+    let second: MemoryDeferStore | undefined;
+    DeferJournal.prototype.beginRewrite = function beginWatched(this: DeferJournal) {
+      const rewrite = begin.call(this);
+      const flush = rewrite.flush.bind(rewrite);
+      rewrite.flush = () => {
+        if (++flushed !== 2) return flush();
+        busy = Array.from({ length: threadPoolSize() }, () => promisify(pbkdf2)("k", "s", 100_000, 32, "sha256"));
+        const written = flush();
+        first.close();
+        second = open(() => now);
+        return written;
+      };
+      return rewrite;
+    };
+    try {
+      await fill(first.queue(GATE), 2 * COMPACT_SLICE, now);
+      while (second === undefined) await turn();
+      await Promise.all(busy);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      DeferJournal.prototype.beginRewrite = begin;
+    }
+    assert.equal(existsSync(`${file}.parts.tmp`), false);
+    // the header and one state line per held msg: a part written through the new store's handle would add its lines again
+    const lines = readFileSync(file, "utf8").split("\n").filter((line) => line !== "");
+    assert.equal(lines.length, 1 + 2 * COMPACT_SLICE, `${lines.length} lines in the journal`);
+    assert.deepEqual(warnings, []);
     assert.equal(await second.queue(GATE).size(), 2 * COMPACT_SLICE);
     second.close();
   });
