@@ -63,8 +63,8 @@ export function stallCells(runs: StallRuns): string[] {
   return [`${ms(median.longestGapMs)} (${ms(runs.lowestGapMs)}–${ms(runs.highestGapMs)})`, ms(median.delayMaxMs), ms(median.longestGcMs)];
 }
 
-/** node's gc(): a full collection, or with `{ type: "minor" }` one of the young generation */
-export type Collector = (options?: { type: "minor" | "major" }) => void;
+/** node's gc(): a full collection */
+export type Collector = () => void;
 
 /** node's gc(), without --expose-gc on the command line */
 export function collector(): Collector {

@@ -1,16 +1,6 @@
 /** bytes a JsonBytes starts with: a state file's write gathers about this much */
 const FIRST_BYTES = 1 << 18;
 
-/**
- * JSON text written straight into bytes, for the memory store's saves and its
- * defer journal. Made as strings, a save allocates several times its own size
- * in short-lived strings (pieces, joins, the encoding for the file), and the
- * text not yet written is copied by every young-generation collection it
- * lives through: at a million recipients those collections are the save's
- * stalls. Written here, a recipient's text makes no object beyond the rare
- * number or key that needs its general form, and the bytes live outside the
- * heap.
- */
 /** how deep `value` writes nested data itself */
 const MAX_DEPTH = 64;
 const HEX = "0123456789abcdef";
@@ -30,6 +20,16 @@ function escaped(buffer: Buffer, at: number, code: number): number {
   return at;
 }
 
+/**
+ * JSON text written straight into bytes, for the memory store's saves and its
+ * defer journal. Made as strings, a save allocates several times its own size
+ * in short-lived strings (pieces, joins, the encoding for the file), and the
+ * text not yet written is copied by every young-generation collection it
+ * lives through: at a million recipients those collections are the save's
+ * stalls. Written here, a recipient's text makes no object beyond the rare
+ * number or key that needs its general form, and the bytes live outside the
+ * heap.
+ */
 export class JsonBytes {
   private buffer: Buffer;
   private at = 0;

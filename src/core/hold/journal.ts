@@ -33,8 +33,8 @@ let scratch: JsonBytes | undefined;
 
 /**
  * `use` given lines as the journal keeps them (one JSON object per line), as
- * bytes valid during the call. Written into one reused buffer rather than
- * joined as strings and encoded: a compaction writes a part every turn.
+ * bytes valid during the call, written into one reused buffer: every hold,
+ * merge and release appends its lines.
  */
 function withLineBytes<T>(lines: readonly object[], use: (bytes: Buffer) => T): T {
   const out = scratch ?? new JsonBytes(64 * 1024);

@@ -265,8 +265,8 @@ export class MemoryDeferQueue implements DeferQueue {
    * for: a compaction while the queues run asks for a part per turn of the
    * loop. A line shares the msg's lists and is read before the queue changes
    * again (a compaction writes each line as it is made): a compaction makes
-   * one for every held msg, so each is one object of one shape, nothing
-   * copied.
+   * one for every held msg, so each is one object of one shape, and only a
+   * msg's merged units (a Set) are made an array, when it has any.
    */
   *states(limit: number, gate?: string): Generator<HeldState, void, undefined> {
     let made = 0;

@@ -34,7 +34,7 @@ type JournalLine = QueueChange & { g: string };
 /** held msgs per part of a compaction made while the queues run (each msg's text is escaped once more into its line) */
 export const COMPACT_SLICE = 250;
 /** a part also ends once its lines are this many bytes (a few large msgs make a part of their own)… */
-const COMPACT_PART_BYTES = 64 * 1024;
+export const COMPACT_PART_BYTES = 64 * 1024;
 /** …or once it has taken this long: code not yet compiled (the first parts after a deploy) writes lines many times slower */
 const COMPACT_PART_MS = 1;
 
@@ -63,6 +63,17 @@ class StateLines {
     }
     return undefined;
   }
+}
+
+/** Adds `first` and the lines after it to `rewrite` until the part is full (COMPACT_SLICE, COMPACT_PART_BYTES, COMPACT_PART_MS); answers the next line. */
+function addPart(rewrite: JournalRewrite, state: StateLines, first: HeldState): HeldState | undefined {
+  const started = performance.now();
+  let line: HeldState | undefined = first;
+  for (let made = 0; line !== undefined; line = state.next()) {
+    rewrite.add(line);
+    if (++made === COMPACT_SLICE || rewrite.pending >= COMPACT_PART_BYTES || performance.now() - started >= COMPACT_PART_MS) return state.next();
+  }
+  return undefined;
 }
 
 /** A compaction under way while the queues run: the journal's changes since it began, to follow what it writes. */
@@ -235,8 +246,8 @@ export class MemoryDeferStore {
    * listing what is held and in writing it (in one piece it stood every gate
    * still for the whole rewrite). It writes what was held when it began,
    * each msg as it stands when its part is made, then every change made
-   * since it began, which the journal also has meanwhile. Replayed in that order they rebuild what is held when it
-   * ends, though a msg's changes made before its line are replayed again on
+   * since it began, which the journal also has meanwhile. Replayed in that
+   * order they rebuild what is held when it ends, though a msg's changes made before its line are replayed again on
    * it: a remove, and a put that replaces the msg, give the same result on
    * any earlier state; a put that keeps what was merged keeps the line's
    * merged msgs, and a merge already in them is skipped (it names its unit).
@@ -251,12 +262,7 @@ export class MemoryDeferStore {
       const { rewrite } = compacting;
       const state = this.stateLines();
       for (let line = state.next(); line !== undefined;) {
-        const started = performance.now();
-        let made = 0;
-        do {
-          rewrite.add(line);
-          line = state.next();
-        } while (line !== undefined && ++made < COMPACT_SLICE && rewrite.pending < COMPACT_PART_BYTES && performance.now() - started < COMPACT_PART_MS);
+        line = addPart(rewrite, state, line);
         await rewrite.flush();
         await nextTurn();
         if (compacting.abandoned) return;

@@ -89,6 +89,7 @@ export class MemoryStateFile {
     const handle = await open(temporary, "w");
     let written = false;
     try {
+      // room for the part that crosses WRITE_BYTES (a part is at most about a quarter of it)
       const out = new JsonBytes(WRITE_BYTES + WRITE_BYTES / 4);
       for (const step of this.store.snapshotParts(out)) {
         void step;

@@ -3,7 +3,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFil
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Cluster, type Redis } from "ioredis";
-import { COMPACT_SLICE, MemoryDeferStore } from "../../../src/core/hold/memoryHeldQueues";
+import { COMPACT_PART_BYTES, COMPACT_SLICE, MemoryDeferStore } from "../../../src/core/hold/memoryHeldQueues";
 import { deferCodec } from "../../../src/core/hold/codec";
 import { MAX_MERGED, type DeferInput, type DeferQueue, type DeferredMsg } from "../../../src/core/hold/heldQueue";
 import { SendFieldError } from "../../../src/core/errors";
@@ -16,7 +16,7 @@ import { SuiteStore } from "../../support/suiteStore";
 import { prefixOnMaster } from "../../support/masterPrefix";
 import { legacyMemoryQueue } from "../../../src/migrations/migrations";
 import type { Adoption } from "../../../src/core/hold/memoryHeldQueues";
-import { DeferJournal } from "../../../src/core/hold/journal";
+import { DeferJournal, type JournalRewrite } from "../../../src/core/hold/journal";
 import { pbkdf2 } from "node:crypto";
 import { promisify } from "node:util";
 
@@ -24,6 +24,21 @@ import { promisify } from "node:util";
 function threadPoolSize(): number {
   const size = Number(process.env.UV_THREADPOOL_SIZE);
   return Number.isInteger(size) && size > 0 ? size : 4;
+}
+
+/** Runs `run` with every compaction's rewrite handed to `watch` as it begins (to wrap its calls); the journal's own after. */
+async function watchingRewrites(watch: (rewrite: JournalRewrite) => void, run: () => Promise<void>): Promise<void> {
+  const begin = DeferJournal.prototype.beginRewrite;
+  DeferJournal.prototype.beginRewrite = function beginWatched(this: DeferJournal) {
+    const rewrite = begin.call(this);
+    watch(rewrite);
+    return rewrite;
+  };
+  try {
+    await run();
+  } finally {
+    DeferJournal.prototype.beginRewrite = begin;
+  }
 }
 
 /** One gate's queue as seen by a test: the queue, and the same queue from another instance. */
@@ -821,29 +836,56 @@ describe("memory defer store: the journal is always what is still owed", functio
     const now = Date.now();
     const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     // the close comes where the compaction hands the new file to the thread pool to sync: the one wait between its parts and its end
-    const begin = DeferJournal.prototype.beginRewrite;
     let settled = 0;
-    DeferJournal.prototype.beginRewrite = function beginWatched(this: DeferJournal) {
-      const rewrite = begin.call(this);
+    await watchingRewrites((rewrite) => {
       const settle = rewrite.settle.bind(rewrite);
       rewrite.settle = () => {
         settled++;
         first.close();
         return settle();
       };
-      return rewrite;
-    };
-    try {
+    }, async () => {
       await fill(first.queue(GATE), 2 * COMPACT_SLICE, now);
       while (settled === 0) await turn();
       await turn();
-    } finally {
-      DeferJournal.prototype.beginRewrite = begin;
-    }
+    });
     assert.equal(existsSync(`${file}.parts.tmp`), false);
     assert.deepEqual(warnings, [], "closed while it synced: the close compacts, and the sync that failed on its closed file is no fault");
     const second = open(() => now);
     assert.equal(await second.queue(GATE).size(), 2 * COMPACT_SLICE);
+    second.close();
+  });
+
+  it("ends a part of a compaction once its lines reach COMPACT_PART_BYTES: large msgs make parts of a few each", async () => {
+    const now = Date.now();
+    const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
+    const parts: { lines: number; bytes: number }[] = [];
+    const large = 100;
+    await watchingRewrites((rewrite) => {
+      const add = rewrite.add.bind(rewrite);
+      const flush = rewrite.flush.bind(rewrite);
+      let lines = 0;
+      rewrite.add = (line) => {
+        lines++;
+        add(line);
+      };
+      rewrite.flush = () => {
+        parts.push({ lines, bytes: rewrite.pending });
+        lines = 0;
+        return flush();
+      };
+    }, async () => {
+      // 20 KB each: a part of COMPACT_SLICE of them would be 5 MB written in one turn
+      await first.queue(GATE).deferMany(Array.from({ length: large }, (_, i) => ({ entry: entry({ id: `big${i}`, dueAt: now + 60_000, msg: { payload: "x".repeat(20_000), i } }) })));
+      while (compacting() || parts.length === 0) await turn();
+    });
+    assert.equal(parts.reduce((sum, p) => sum + p.lines, 0), large);
+    assert.ok(parts.length >= large / 4, `${parts.length} parts for ${large} msgs of 20 KB`);
+    // a part ends with the line that reaches the bound: at most one line past it
+    for (const p of parts) assert.ok(p.bytes < COMPACT_PART_BYTES + 21_000, `a part of ${p.lines} msgs, ${p.bytes} bytes`);
+    const second = open(() => now);
+    assert.equal(await second.queue(GATE).size(), large);
+    first.close();
     second.close();
   });
 
@@ -852,12 +894,10 @@ describe("memory defer store: the journal is always what is still owed", functio
     const first = open(() => now, { compactAfterBytes: COMPACT_AFTER_BYTES });
     // the close comes right after a part is handed to the thread pool, kept busy so that the write waits there; the next
     // deployment's store opens the journal at once, and would get the number of a handle closed under the write
-    const begin = DeferJournal.prototype.beginRewrite;
     let flushed = 0;
     let busy: Promise<unknown>[] = [];
     let second: MemoryDeferStore | undefined;
-    DeferJournal.prototype.beginRewrite = function beginWatched(this: DeferJournal) {
-      const rewrite = begin.call(this);
+    await watchingRewrites((rewrite) => {
       const flush = rewrite.flush.bind(rewrite);
       rewrite.flush = () => {
         if (++flushed !== 2) return flush();
@@ -867,21 +907,18 @@ describe("memory defer store: the journal is always what is still owed", functio
         second = open(() => now);
         return written;
       };
-      return rewrite;
-    };
-    try {
+    }, async () => {
       await fill(first.queue(GATE), 2 * COMPACT_SLICE, now);
       while (second === undefined) await turn();
       await Promise.all(busy);
       await new Promise((resolve) => setTimeout(resolve, 50));
-    } finally {
-      DeferJournal.prototype.beginRewrite = begin;
-    }
+    });
     assert.equal(existsSync(`${file}.parts.tmp`), false);
     // the header and one state line per held msg: a part written through the new store's handle would add its lines again
     const lines = readFileSync(file, "utf8").split("\n").filter((line) => line !== "");
     assert.equal(lines.length, 1 + 2 * COMPACT_SLICE, `${lines.length} lines in the journal`);
     assert.deepEqual(warnings, []);
+    assert.ok(second, "the next deployment's store was opened mid-write");
     assert.equal(await second.queue(GATE).size(), 2 * COMPACT_SLICE);
     second.close();
   });
