@@ -11,10 +11,13 @@ import {
 
 type RedisClient = Redis | Cluster;
 type Reply = (string | null)[];
+/** One msg held leased: id, release-at, stored msg, drop time ("" none), lease until. */
+type LeasedArgs = [string, number, string, number | "", number];
 
 /** The scripts this queue calls (defined by scripts.ts), with what they answer. */
 interface DeferScripts {
   sendgateDeferPut(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<(string | number)[]>;
+  sendgateDeferLease(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   sendgateDeferTake(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[number, string[], Reply, string[][], Reply]>;
   sendgateDeferAck(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   sendgateDeferExpire(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<[string[], Reply, string[][], Reply]>;
@@ -123,32 +126,71 @@ export class RedisDeferQueue implements DeferQueue {
     this.open();
     const results = new Array<DeferResult | Error>(items.length);
     const good: { index: number; args: (string | number)[]; tag?: string }[] = [];
+    const leased: { index: number; args: LeasedArgs; tag?: string }[] = [];
     items.forEach((item, index) => {
       try {
-        good.push({ index, args: this.putArgs(item), ...(item.tag !== undefined ? { tag: checkTag(item.tag) } : {}) });
+        const tag = item.tag !== undefined ? { tag: checkTag(item.tag) } : {};
+        const leasedArgs = this.leasedArgs(item);
+        if (leasedArgs) leased.push({ index, args: leasedArgs, ...tag });
+        else good.push({ index, args: this.putArgs(item), ...tag });
       } catch (err) {
         results[index] = asError(err);
       }
     });
+    for (let from = 0; from < leased.length; from += PUT_SLICE) {
+      const slice = leased.slice(from, from + PUT_SLICE);
+      await this.slice(slice, results, async () => {
+        await this.putLeased(slice);
+        return slice.flatMap((s) => [s.args[0], 0]);
+      });
+    }
     for (let from = 0; from < good.length; from += PUT_SLICE) {
       const slice = good.slice(from, from + PUT_SLICE);
-      try {
+      await this.slice(slice, results, () => {
         const putArgs = [this.keyList.length, ...this.keyList, this.keys.base, MAX_MERGED, slice.length, ...slice.flatMap((s) => s.args)];
         const tagged = slice.filter((s) => s.tag !== undefined);
-        // on a cluster, the queue's slot mid-move refuses the call (TRYAGAIN) until its keys are on one master again
-        const reply = await retriedMidMove(() => (tagged.length === 0
+        return tagged.length === 0
           ? this.scripts.sendgateDeferPut(...(putArgs as [number, ...(string | number)[]]))
-          : this.putTagged(putArgs as [number, ...(string | number)[]], tagged)));
-        slice.forEach(({ index }, i) => {
-          const id = String(reply[2 * i]);
-          results[index] = Number(reply[2 * i + 1]) === 1 ? { id, collapsedInto: id } : { id };
-        });
-      } catch (err) {
-        // the store failed this slice: none of it was held (a script runs whole or not at all)
-        for (const { index } of slice) results[index] = asError(err);
-      }
+          : this.putTagged(putArgs as [number, ...(string | number)[]], tagged);
+      });
     }
     return results;
+  }
+
+  /** Holds one slice of items in one call, and answers each: its id and whether it merged, or the store's failure. */
+  private async slice(slice: readonly { index: number }[], results: (DeferResult | Error)[], put: () => Promise<(string | number)[]>): Promise<void> {
+    try {
+      // on a cluster, the queue's slot mid-move refuses the call (TRYAGAIN) until its keys are on one master again
+      const reply = await retriedMidMove(put);
+      slice.forEach(({ index }, i) => {
+        const id = String(reply[2 * i]);
+        results[index] = Number(reply[2 * i + 1]) === 1 ? { id, collapsedInto: id } : { id };
+      });
+    } catch (err) {
+      // the store failed this slice: none of it was held (a script runs whole or not at all)
+      for (const { index } of slice) results[index] = asError(err);
+    }
+  }
+
+  /** Leased msgs and their tags, in one call of defer_lease.lua: atomic, so a held msg is never left out of its tag's index. */
+  private async putLeased(slice: readonly { args: LeasedArgs; tag?: string }[]): Promise<void> {
+    const tagKeys: string[] = [];
+    const tagIndex = new Map<string, number>();
+    const args: (string | number)[] = [];
+    for (const { args: [id, releaseAt, stored, drop, leaseUntil], tag } of slice) {
+      let index = 0;
+      if (tag !== undefined) {
+        index = tagIndex.get(tag) ?? 0;
+        if (index === 0) {
+          tagKeys.push(this.tagKey(tag));
+          index = tagKeys.length;
+          tagIndex.set(tag, index);
+        }
+      }
+      args.push(id, releaseAt, stored, drop, leaseUntil, index);
+    }
+    const keys = [...this.keyList, ...tagKeys];
+    await this.scripts.sendgateDeferLease(keys.length, ...keys, this.keys.base, slice.length, ...args);
   }
 
   async takeDue(limit: number, leaseMs: number): Promise<DeferredMsg[]> {
@@ -270,6 +312,16 @@ export class RedisDeferQueue implements DeferQueue {
       id, releaseAt, this.codec.encode(heldJson(stored)), key,
       dropAt(entry) ?? "", leaseUntil ?? "", entry.collapsedDropped ?? 0, merge.length, ...merge,
     ];
+  }
+
+  /** The arguments of a msg held leased for defer_lease.lua (id, release-at, stored, drop time, lease until), or undefined for any other. */
+  private leasedArgs(item: DeferItem): LeasedArgs | undefined {
+    const leaseUntil = checkLeaseUntil(item);
+    if (leaseUntil === undefined) return undefined;
+    const { entry } = item;
+    if (entry?.gate !== this.scope.gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${this.scope.gate}`);
+    const { id, releaseAt, stored } = prepareDeferral(entry);
+    return [id, releaseAt, this.codec.encode(heldJson(stored)), dropAt(entry) ?? "", leaseUntil];
   }
 
   private readAll(ids: string[], msgs: Reply, merged: string[][], dropped: Reply): { read: DeferredMsg[]; damaged: string[] } {

@@ -17,6 +17,7 @@ export const SCRIPTS = {
   gcra: { command: "sendgateGcra", file: "throughput/gcra.lua" },
   gcra_refund: { command: "sendgateGcraRefund", file: "throughput/gcra_refund.lua" },
   defer_put: { command: "sendgateDeferPut", file: "hold/defer_put.lua" },
+  defer_lease: { command: "sendgateDeferLease", file: "hold/defer_lease.lua" },
   defer_take: { command: "sendgateDeferTake", file: "hold/defer_take.lua" },
   defer_take_tagged: { command: "sendgateDeferTakeTagged", file: "hold/defer_take_tagged.lua" },
   defer_ack: { command: "sendgateDeferAck", file: "hold/defer_ack.lua" },

@@ -192,6 +192,41 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.equal(await h.queue.size(), 0);
     });
 
+    it("holds a batch of leased msgs under several tags at once: each id filed under its own tag, what a former holding left undone", async () => {
+      const other = await h.otherInstance();
+      const now = Date.now();
+      // a msg held with a collapse key and one merged into it, both due: then the merge target is held again leased (taken back
+      // by its holder, as after a retried hold), and the collapse key's msg is re-held leased under another id's tag
+      await h.queue.deferMany([{ entry: entry({ id: "target", dueAt: now + 60_000 }), collapseKey: "ck" }]);
+      const merged = await h.queue.deferMany([{ entry: entry({ id: "joiner", dueAt: now + 60_000, msg: { payload: "joined" } }), collapseKey: "ck" }]);
+      assert.deepEqual(merged, [{ id: "target", collapsedInto: "target" }]);
+      const leaseUntil = now + 300;
+      const items = Array.from({ length: 1_500 }, (_, i) => ({
+        entry: entry({ id: `l${i}`, dueAt: now + 60_000, ...(i % 3 === 0 ? { expiresAt: now + 600_000 } : {}) }),
+        leaseUntil, ...(i % 2 === 0 ? { tag: `tag-${i % 4}` } : {}),
+      }));
+      const results = await h.queue.deferMany([...items, { entry: entry({ id: "target", dueAt: now + 60_000 }), leaseUntil, tag: "tag-x" }]);
+      assert.deepEqual(results.map((r) => (r instanceof Error ? r.message : r.id)), [...items.map((_, i) => `l${i}`), "target"]);
+      assert.equal(await h.queue.size(), 1_501);
+      assert.deepEqual(await other.takeDue(2_000, 5000), [], "every msg is leased to its holder");
+      // the collapse key no longer names the msg taken back leased: a new msg under it is held on its own
+      assert.deepEqual(await h.queue.deferMany([{ entry: entry({ id: "fresh", dueAt: now + 60_000 }), collapseKey: "ck" }]), [{ id: "fresh" }]);
+      // its holder died: the leases end, a take puts them back where they were (not due yet), and msg.reset elsewhere
+      // takes each tag's msgs, and only those
+      await sleep(Math.max(0, leaseUntil - Date.now()) + 40);
+      assert.deepEqual(await other.takeDue(10, 5000), []);
+      for (const tag of ["tag-0", "tag-2"]) {
+        const taken = (await other.takeTagged(tag, 2_000, 5000)).map((m) => m.id).sort();
+        assert.deepEqual(taken, items.flatMap((item, i) => (item.tag === tag ? [`l${i}`] : [])).sort(), tag);
+        await other.ack([...taken, ...taken]);
+      }
+      const [target] = await other.takeTagged("tag-x", 10, 5000);
+      assert.equal(target?.id, "target");
+      assert.deepEqual(target?.collapsed?.map((m) => m.payload), ["joined"], "a held msg taken back keeps what was merged into it");
+      await other.ack(["target"]);
+      assert.equal(await h.queue.size(), 751, "the untagged msgs and the fresh one are left");
+    });
+
     it("refuses a leaseUntil that is no epoch ms, or comes with a collapseKey, naming it, and holds the rest of the batch", async () => {
       const results = await h.queue.deferMany([
         { entry: entry(), leaseUntil: Number.NaN },
