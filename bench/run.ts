@@ -179,7 +179,8 @@ async function main(): Promise<void> {
       console.log("pacing: twice the asked rate offered for 1 s in 2 ms slices (\"offered 1×\": the asked rate itself); the gate in queue mode (burst 1) releases each held msg at its reserved instant, "
         + "late = actual − release_at (released: the held msgs); the floor, a bare in-process pacer of the bench's own (the same GCRA, one timer, nothing else), likewise; "
         + "the delay node (rate limit, all msgs, none dropped), late = actual − (first + i / rate); at most 4 s to drain; "
-        + "\"while offered\": released during the 1 s msgs arrive (taking them in shares the event loop), \"after\": the rest");
+        + "\"while offered\": released during the 1 s msgs arrive (taking them in shares the event loop), \"after\": the rest; "
+        + "each gate and floor row is the run of median p99 of 3 (every gate run of a rate before the floor's), the lowest and highest p99 beside it; p99 ÷ floor: to the floor offered the same");
       console.log("");
       console.log(pacingTable(throughputRows.pacing));
       if (throughputRows.skip.some((r) => r.failOpen > 0)) process.exitCode = 1;

@@ -3,7 +3,7 @@ import { collectGarbage } from "../../test/support/gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import type { StoreKind } from "../scenarios";
-import { summarize } from "../stats";
+import { medianBy, summarize } from "../stats";
 import { wallClock } from "../load/wallClock";
 import { preciseNow } from "../../src/core/throughput/storeClock";
 import { FLOOR_PACER } from "./floorPacer";
@@ -31,6 +31,10 @@ export interface PacingRow {
   /** p99 of the msgs released while msgs were still arriving (the same event loop takes them in), and of those released after */
   p99WhileOfferedMs: number;
   p99AfterMs: number;
+  /** of a row measured PACING_RUNS times: the run of median p99 is the row, with the lowest and highest p99 of the runs */
+  p99RangeMs?: [number, number];
+  /** p99 ÷ the floor's p99 offered the same (medians of the same run) */
+  p99PerFloor?: number;
 }
 
 export interface ThroughputContext {
@@ -53,6 +57,8 @@ const IN_FLIGHT = 2_000;
 /** each pacing row offers twice the rate for this long, so a queue builds and drains over about twice as long */
 const OFFER_MS = 1_000;
 const DRAIN_LIMIT_MS = 4_000;
+/** each gate and floor row is the median of this many runs (by p99), all of a rate's gate runs before its floor's */
+const PACING_RUNS = Number(process.env.BENCH_PACING_RUNS ?? 3);
 
 let deploys = 0;
 
@@ -210,6 +216,12 @@ function pacingRow(who: string, rate: number, offered: number, late: number[], t
   };
 }
 
+/** A row measured several times: the run of median p99, with the range of the runs' p99. */
+function medianRow(runs: readonly PacingRow[]): PacingRow {
+  const { median, lowest, highest } = medianBy(runs, (r) => r.p99Ms);
+  return runs.length > 1 ? { ...median, p99RangeMs: [lowest.p99Ms, highest.p99Ms] } : median;
+}
+
 /** The throughput rows: skip mode on both stores, then each rate through the gate (both stores) and the delay node. */
 export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip: SkipRow[]; pacing: PacingRow[] }> {
   const skip: SkipRow[] = [];
@@ -219,15 +231,32 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<{ skip:
   }
   const pacing: PacingRow[] = [];
   for (const rate of PACING_RATES) {
-    for (const store of STORES) {
-      ctx.progress(`throughput: queue mode at ${rate}/s (${store})`);
-      pacing.push(await gatePacing(ctx, store, rate));
-      ctx.progress(`throughput: queue mode at ${rate}/s (${store}), offered 1×`);
-      pacing.push(await gatePacing(ctx, store, rate, 1));
+    const gateRuns = new Map<string, PacingRow[]>();
+    const add = (runs: Map<string, PacingRow[]>, row: PacingRow): void => {
+      runs.set(row.who, [...(runs.get(row.who) ?? []), row]);
+    };
+    for (let run = 1; run <= PACING_RUNS; run++) {
+      for (const store of STORES) {
+        ctx.progress(`throughput: queue mode at ${rate}/s (${store}), run ${run} of ${PACING_RUNS}`);
+        add(gateRuns, await gatePacing(ctx, store, rate));
+        ctx.progress(`throughput: queue mode at ${rate}/s (${store}), offered 1×, run ${run} of ${PACING_RUNS}`);
+        add(gateRuns, await gatePacing(ctx, store, rate, 1));
+      }
     }
     // after the gate's rows: run first, the floor's 30,000 msgs left the gate's next row 2-3× later at its p99 (twice offered, memory)
-    ctx.progress(`throughput: the floor (a bare in-process pacer) at ${rate}/s`);
-    pacing.push(await floorPacing(ctx, rate), await floorPacing(ctx, rate, 1));
+    const floorRuns = new Map<string, PacingRow[]>();
+    for (let run = 1; run <= PACING_RUNS; run++) {
+      ctx.progress(`throughput: the floor (a bare in-process pacer) at ${rate}/s, run ${run} of ${PACING_RUNS}`);
+      add(floorRuns, await floorPacing(ctx, rate));
+      add(floorRuns, await floorPacing(ctx, rate, 1));
+    }
+    const floors = [...floorRuns.values()].map(medianRow);
+    const floorOf = (row: PacingRow): PacingRow | undefined => floors.find((f) => f.who.endsWith("offered 1×") === row.who.endsWith("offered 1×"));
+    for (const row of [...gateRuns.values()].map(medianRow)) {
+      const floor = floorOf(row);
+      pacing.push(floor ? { ...row, p99PerFloor: row.p99Ms / floor.p99Ms } : row);
+    }
+    pacing.push(...floors);
     if (!WITH_DELAY_NODE) continue;
     ctx.progress(`throughput: delay node at ${rate}/s`);
     pacing.push(await delayPacing(ctx, rate));
