@@ -192,7 +192,7 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.equal(await h.queue.size(), 0);
     });
 
-    it("holds a batch of leased msgs under several tags at once: each id filed under its own tag, what a former holding left undone", async () => {
+    it("holds a batch of leased msgs under several tags at once: each filed under its tag for as long as it is held, what a former holding left undone", async () => {
       const other = await h.otherInstance();
       const now = Date.now();
       // a msg held with a collapse key and one merged into it, both due: then the merge target is held again leased (taken back
@@ -209,17 +209,24 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.deepEqual(results.map((r) => (r instanceof Error ? r.message : r.id)), [...items.map((_, i) => `l${i}`), "target"]);
       assert.equal(await h.queue.size(), 1_501);
       assert.deepEqual(await other.takeDue(2_000, 5000), [], "every msg is leased to its holder");
+      assert.deepEqual(await other.takeTagged("tag-0", 2_000, 5000), [], "msg.reset elsewhere leaves a leased msg to its holder");
       // the collapse key no longer names the msg taken back leased: a new msg under it is held on its own
       assert.deepEqual(await h.queue.deferMany([{ entry: entry({ id: "fresh", dueAt: now + 60_000 }), collapseKey: "ck" }]), [{ id: "fresh" }]);
       // its holder died: the leases end, a take puts them back where they were (not due yet), and msg.reset elsewhere
       // takes each tag's msgs, and only those
       await sleep(Math.max(0, leaseUntil - Date.now()) + 40);
       assert.deepEqual(await other.takeDue(10, 5000), []);
-      for (const tag of ["tag-0", "tag-2"]) {
-        const taken = (await other.takeTagged(tag, 2_000, 5000)).map((m) => m.id).sort();
-        assert.deepEqual(taken, items.flatMap((item, i) => (item.tag === tag ? [`l${i}`] : [])).sort(), tag);
-        await other.ack([...taken, ...taken]);
-      }
+      const tagged = (tag: string): string[] => items.flatMap((item, i) => (item.tag === tag ? [`l${i}`] : [])).sort();
+      const taken = (await other.takeTagged("tag-0", 2_000, 5000)).map((m) => m.id).sort();
+      assert.deepEqual(taken, tagged("tag-0"), "tag-0, though a take met its msgs while they were leased");
+      await other.ack([...taken, ...taken]);
+      // a take whose taker dies: its lease ends, and the next take of the tag finds the msgs again
+      assert.deepEqual((await other.takeTagged("tag-2", 2_000, 100)).map((m) => m.id).sort(), tagged("tag-2"));
+      await sleep(140);
+      assert.deepEqual(await other.takeDue(10, 5000), []);
+      const again = (await other.takeTagged("tag-2", 2_000, 5000)).map((m) => m.id).sort();
+      assert.deepEqual(again, tagged("tag-2"), "tag-2, taken again after the first taker's lease ended");
+      await other.ack(again);
       const [target] = await other.takeTagged("tag-x", 10, 5000);
       assert.equal(target?.id, "target");
       assert.deepEqual(target?.collapsed?.map((m) => m.payload), ["joined"], "a held msg taken back keeps what was merged into it");
