@@ -1,7 +1,7 @@
 -- Holds msgs already leased to their caller, who releases each itself at its
 -- instant and acks it (the throughput-gate's paced msgs, SPEC §6), and files
 -- them under their tags, in one call. What defer_put.lua does for such a msg,
--- in one command per key for the whole batch rather than a dozen per msg: a
+-- in a command or two per key for the whole batch rather than a dozen per msg: a
 -- leased msg has no collapse key and is never a merge target, so none of the
 -- per-msg merge bookkeeping applies; only what a former holding left is undone.
 -- KEYS[1..8] as in defer_put.lua: due, lease, msg, at, ck, collapse, exp, dropped
@@ -29,24 +29,25 @@ end
 local ids, msgs, ats, leases, exps, noExp = {}, {}, {}, {}, {}, {}
 local wasDue, fresh, freshKeys = {}, {}, {}
 local tagged = {}
+-- an id held twice in one call: its later item is a hold of a leased msg, and its drop time wins
+local seen, expOf = {}, {}
 for i = 0, n - 1 do
   local a = 3 + i * ITEM
   local id, at, stored, exp, leased, tag = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5])
-  ids[#ids + 1] = id
+  local again = seen[id]
+  if not again then
+    seen[id] = true
+    ids[#ids + 1] = id
+  end
+  expOf[id] = exp
   msgs[#msgs + 1] = id
   msgs[#msgs + 1] = stored
   ats[#ats + 1] = id
   ats[#ats + 1] = at
   leases[#leases + 1] = leased
   leases[#leases + 1] = id
-  if exp ~= '' then
-    exps[#exps + 1] = exp
-    exps[#exps + 1] = id
-  else
-    noExp[#noExp + 1] = id
-  end
   -- held and not taken: a retried hold keeps what was merged into it; else nothing is merged yet
-  if redis.call('ZSCORE', KEYS[1], id) then
+  if not again and redis.call('ZSCORE', KEYS[1], id) then
     wasDue[#wasDue + 1] = id
   else
     fresh[#fresh + 1] = id
@@ -64,10 +65,18 @@ for i = 0, n - 1 do
   end
 end
 
-if #fresh > 0 then
-  each(freshKeys, 1, 'DEL')
-  each(fresh, 1, 'HDEL', KEYS[8])
+for _, id in ipairs(ids) do
+  local exp = expOf[id]
+  if exp ~= '' then
+    exps[#exps + 1] = exp
+    exps[#exps + 1] = id
+  else
+    noExp[#noExp + 1] = id
+  end
 end
+
+each(freshKeys, 1, 'DEL')
+each(fresh, 1, 'HDEL', KEYS[8])
 -- a collapse key a former holding of the id left behind points at it no more
 for from = 1, #ids, SLICE do
   local slice = { unpack(ids, from, math.min(#ids, from + SLICE - 1)) }
@@ -79,10 +88,10 @@ for from = 1, #ids, SLICE do
 end
 each(msgs, 2, 'HSET', KEYS[3])
 each(ats, 2, 'HSET', KEYS[4])
-if #wasDue > 0 then each(wasDue, 1, 'ZREM', KEYS[1]) end
+each(wasDue, 1, 'ZREM', KEYS[1])
 each(leases, 2, 'ZADD', KEYS[2])
-if #exps > 0 then each(exps, 2, 'ZADD', KEYS[7]) end
-if #noExp > 0 then each(noExp, 1, 'ZREM', KEYS[7]) end
+each(exps, 2, 'ZADD', KEYS[7])
+each(noExp, 1, 'ZREM', KEYS[7])
 
 if next(tagged) then
   local time = redis.call('TIME')

@@ -129,14 +129,25 @@ export class RedisDeferQueue implements DeferQueue {
     const leased: { index: number; args: LeasedArgs; tag?: string }[] = [];
     items.forEach((item, index) => {
       try {
-        const tag = item.tag !== undefined ? { tag: checkTag(item.tag) } : {};
-        const leasedArgs = this.leasedArgs(item);
-        if (leasedArgs) leased.push({ index, args: leasedArgs, ...tag });
-        else good.push({ index, args: this.putArgs(item), ...tag });
+        // held leased (and no collapseKey, which putArgs refuses with it): defer_lease.lua
+        if (item.leaseUntil !== undefined && item.collapseKey === undefined) {
+          leased.push({ index, args: this.leasedArgs(item), ...(item.tag !== undefined ? { tag: checkTag(item.tag) } : {}) });
+        } else {
+          good.push({ index, args: this.putArgs(item), ...(item.tag !== undefined ? { tag: checkTag(item.tag) } : {}) });
+        }
       } catch (err) {
         results[index] = asError(err);
       }
     });
+    // the two scripts run one after the other: an id held both ways in one batch takes the one path that keeps its order
+    if (leased.length > 0 && good.length > 0) {
+      const plain = new Set(good.map((g) => g.args[0]));
+      if (leased.some((l) => plain.has(l.args[0]))) {
+        for (const l of leased) good.push({ index: l.index, args: this.putArgs(items[l.index]), ...(l.tag !== undefined ? { tag: l.tag } : {}) });
+        good.sort((a, b) => a.index - b.index);
+        leased.length = 0;
+      }
+    }
     for (let from = 0; from < leased.length; from += PUT_SLICE) {
       const slice = leased.slice(from, from + PUT_SLICE);
       await this.slice(slice, results, async () => {
@@ -302,7 +313,7 @@ export class RedisDeferQueue implements DeferQueue {
   /** The arguments of one item of defer_put.lua (throws naming what is wrong with it). */
   private putArgs(item: DeferItem): (string | number)[] {
     const { entry, collapseKey } = item;
-    if (entry?.gate !== this.scope.gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${this.scope.gate}`);
+    this.checkGate(entry);
     if (collapseKey !== undefined && typeof collapseKey !== "string") throw new TypeError("defer: collapseKey must be a string");
     const leaseUntil = checkLeaseUntil(item);
     const { id, releaseAt, stored } = prepareDeferral(entry);
@@ -314,14 +325,17 @@ export class RedisDeferQueue implements DeferQueue {
     ];
   }
 
-  /** The arguments of a msg held leased for defer_lease.lua (id, release-at, stored, drop time, lease until), or undefined for any other. */
-  private leasedArgs(item: DeferItem): LeasedArgs | undefined {
-    const leaseUntil = checkLeaseUntil(item);
-    if (leaseUntil === undefined) return undefined;
+  /** The arguments of a msg held leased for defer_lease.lua: id, release-at, stored, drop time, lease until (throws naming what is wrong with it). */
+  private leasedArgs(item: DeferItem): LeasedArgs {
     const { entry } = item;
-    if (entry?.gate !== this.scope.gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${this.scope.gate}`);
+    this.checkGate(entry);
+    const leaseUntil = checkLeaseUntil(item) as number;
     const { id, releaseAt, stored } = prepareDeferral(entry);
     return [id, releaseAt, this.codec.encode(heldJson(stored)), dropAt(entry) ?? "", leaseUntil];
+  }
+
+  private checkGate(entry: DeferInput | undefined): void {
+    if (entry?.gate !== this.scope.gate) throw new TypeError(`defer: gate ${JSON.stringify(entry?.gate)} does not hold its msgs in the queue of gate ${this.scope.gate}`);
   }
 
   private readAll(ids: string[], msgs: Reply, merged: string[][], dropped: Reply): { read: DeferredMsg[]; damaged: string[] } {

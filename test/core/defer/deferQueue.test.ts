@@ -234,6 +234,39 @@ function deferQueueConformance(label: string, open: (options?: HarnessOptions) =
       assert.equal(await h.queue.size(), 751, "the untagged msgs and the fresh one are left");
     });
 
+    it("applies a batch's items one after another: an id held twice, or held leased after a collapse key, ends as the last item left it", async () => {
+      const other = await h.otherInstance();
+      const now = Date.now();
+      await h.queue.deferMany([{ entry: entry({ id: "twice", dueAt: now + 60_000 }), collapseKey: "k1" }]);
+      await h.queue.deferMany([{ entry: entry({ id: "joiner", dueAt: now + 60_000, msg: { payload: "joined" } }), collapseKey: "k1" }]);
+      const leaseUntil = now + 300;
+      // held and not taken, then held leased twice: the second hold is of a taken msg, which keeps nothing merged
+      const twice = await h.queue.deferMany([
+        { entry: entry({ id: "twice", dueAt: now + 60_000 }), leaseUntil, tag: "t" },
+        { entry: entry({ id: "twice", dueAt: now + 60_000 }), leaseUntil, tag: "t" },
+      ]);
+      // held with a collapse key, then leased in the same batch: the key no longer names it
+      const mixed = await h.queue.deferMany([
+        { entry: entry({ id: "mixed", dueAt: now + 60_000 }), collapseKey: "k2" },
+        { entry: entry({ id: "mixed", dueAt: now + 60_000 }), leaseUntil, tag: "t" },
+      ]);
+      assert.deepEqual([...twice, ...mixed], [{ id: "twice" }, { id: "twice" }, { id: "mixed" }, { id: "mixed" }]);
+      assert.deepEqual(await h.queue.deferMany([{ entry: entry({ id: "own", dueAt: now + 60_000 }), collapseKey: "k2" }]), [{ id: "own" }]);
+      assert.deepEqual(await other.takeTagged("t", 10, 5000), [], "both are leased");
+      await sleep(Math.max(0, leaseUntil - Date.now()) + 40);
+      assert.deepEqual(await other.takeDue(10, 5000), []);
+      const taken = await other.takeTagged("t", 10, 5000);
+      assert.deepEqual(taken.map((m) => m.id).sort(), ["mixed", "twice"]);
+      assert.deepEqual(taken.find((m) => m.id === "twice")?.collapsed, undefined, "held again once taken: what was merged is gone");
+      await other.ack(taken.map((m) => m.id));
+      // one ack of more leased msgs than a script's command takes at once
+      const many = Array.from({ length: 2_100 }, (_, i) => ({ entry: entry({ id: `a${i}`, dueAt: now + 60_000 }), leaseUntil: now + 60_000 }));
+      await h.queue.deferMany(many);
+      assert.equal(await h.queue.size(), 2_101);
+      await h.queue.ack(many.map((m) => m.entry.id as string));
+      assert.equal(await h.queue.size(), 1, "only the msg on its own is left");
+    });
+
     it("refuses a leaseUntil that is no epoch ms, or comes with a collapseKey, naming it, and holds the rest of the batch", async () => {
       const results = await h.queue.deferMany([
         { entry: entry(), leaseUntil: Number.NaN },
