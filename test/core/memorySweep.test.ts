@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { MemoryStore } from "../../src/core/store/memoryStore";
+import { dropExpired } from "../../src/core/store/sweepParts";
 import type { ClaimOutcome } from "../../src/core/store/admissionStore";
 
 describe("memory store: the periodic sweep", () => {
@@ -45,5 +46,35 @@ describe("memory store: the periodic sweep", () => {
     now -= 60_000 + 60_000 + 1;
     const left = store.snapshot().counters.length;
     assert.ok(left > 9_000, `${left} of 10,000 recipients left: the sweep stopped after its first slice`);
+  });
+
+  it("drops exactly the expired entries while others are added and deleted between its slices, through the table's shrinking", () => {
+    // a value names its own key: a walk whose keys and values fell out of step would drop a key for another's value
+    type Entry = { key: string; expired: boolean };
+    const map = new Map<string, Entry>();
+    const put = (key: string, expired: boolean): void => { map.set(key, { key, expired }); };
+    for (let i = 0; i < 10_000; i++) put(`k${i}`, i % 3 === 0);
+    const looked: Entry[] = [];
+    const parts = dropExpired(map, (entry: Entry) => { looked.push(entry); return entry.expired; }, () => 0, 100);
+    let slices = 0;
+    while (parts.next().done !== true) {
+      slices++;
+      // between slices, as claims do: entries behind and ahead of the walk go, most of the map by the end (V8 shrinks
+      // its table and moves the iterators to the new one), and new ones come after the walk's place
+      for (let i = 0; i < 95; i++) map.delete(`k${slices * 95 + i}`);
+      put(`new${slices}`, slices % 2 === 0);
+    }
+    assert.ok(slices >= 10, `${slices} slices`);
+    assert.ok(looked.length > 0);
+    for (const [key, entry] of map) {
+      assert.equal(entry.key, key);
+      assert.equal(entry.expired, false, `${key} is expired and was kept`);
+    }
+    // every live entry the test did not delete is still there, the new ones too
+    for (let i = 0; i < 10_000; i++) {
+      const deleted = i >= 95 && i < (slices + 1) * 95;
+      if (i % 3 !== 0 && !deleted) assert.ok(map.has(`k${i}`), `k${i} is live and was dropped`);
+    }
+    for (let s = 1; s <= slices; s++) assert.equal(map.has(`new${s}`), s % 2 !== 0, `new${s}`);
   });
 });
