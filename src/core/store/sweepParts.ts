@@ -16,8 +16,8 @@ export function* dropExpired<V>(map: Map<string, V>, expired: (value: V, now: nu
  * one Map stand at the same entry after as many steps, whatever was added or
  * deleted meanwhile (each keeps its place in the Map's one list), and neither
  * makes anything per step once V8 has optimized this loop, where entries()
- * makes a [key, value] array per entry, a young-generation collection every
- * few hundred thousand entries of a million-recipient store.
+ * makes a [key, value] array per entry: garbage that a pass over a large
+ * store would have the young generation collect again and again.
  */
 function dropSlice<V>(map: Map<string, V>, keys: IterableIterator<string>, values: IterableIterator<V>, expired: (value: V, now: number) => boolean, now: number, slice: number): boolean {
   for (let seen = 0; seen < slice; seen++) {
