@@ -19,18 +19,19 @@ export interface RawRun {
 }
 
 /**
- * The arguments of one claim as the Redis store sends them (numkeys 1, the
- * recipient's counter hash `<prefix>:{<org>|<recipient>}:c`, the limits table:
- * per cap window ms, max, and 0, 0 for these rolling caps, 0 for enforced; then the entry's
- * tail, the cap count, and per cap its field and limit), with a random
- * recipient and member: the entry's tail (digest × 65536 + token) is a
- * random number, as good as a digest of a messageId and an attempt token.
+ * The arguments of one claim as the Redis store sends them (lua/caps/claim.lua:
+ * numkeys 1, the recipient's counter hash `<prefix>:{<org>|<recipient>}:c`, the
+ * limits table: per cap window ms, max, and 0, 0 for these rolling caps, 0 for
+ * enforced; no histories; the send's entry tail; one shape, so no shape bytes;
+ * the shape, per cap its field and limit), with a random recipient and member:
+ * the tail is the last 6 bytes of the argument, here a random 12-digit number
+ * (the script reads the tails at the argument's end), as good as a digest of a
+ * messageId and an attempt token.
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
   const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0", "0", "0"]);
-  // the send in one argument, as the store sends it (lib/counter_entries.lua readItem): tail, then per cap its field and limit index
-  const item = [RAND, ...rules.flatMap((rule, i) => [rule.id, String(i + 1)])].join(",");
-  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, String(rules.length), ...limits, item];
+  const shape = rules.map((rule, i) => `,${rule.id},${i + 1}`).join("");
+  return [sha, "1", `${keyPrefix}:{default|%2B1555${RAND}}:c`, String(rules.length), ...limits, "0", RAND, "", shape];
 }
 
 /** Calls the script once with the placeholders filled, so a wrong call fails here, not as N silent errors. */

@@ -91,16 +91,6 @@ local function readItem(pos, limits, fields, caps)
   return tail, digest, n, pos + 1
 end
 
--- the sends' texts from ARGV[pos] on: an argument holds one, or many joined by ';' (a batch's
--- sends in one argument: the client encodes each argument on its own, a few strings each)
-local function readItemTexts(pos)
-  local items = {}
-  for a = pos, #ARGV do
-    for text in string.gmatch(ARGV[a], '[^;]+') do items[#items + 1] = text end
-  end
-  return items
-end
-
 -- An entry's token when a record made it (no attempt gives it back)
 local RECORDED = '\0\0'
 
@@ -162,48 +152,39 @@ local function historyWrites(writes, w, cursor, entry, keep)
 end
 
 -- The histories a claim call's allowed sends write (src/core/history/claimHistory.ts), from
--- ARGV[pos] on: one argument each, "|<keep>|<lifetime ms>|<entry after its time>" (no send's
--- text starts with '|'). A gate's sends share one, so it is read once a call, and its entry made
--- once with the call's `now`. Returns them (1-based: { keep, lifetime, entry }) and the position after them.
+-- ARGV[pos] on: their count, then one argument each, "|<keep>|<lifetime ms>|<entry after its
+-- time>". A gate's sends share one, so it is read once a call, and its entry made once with the
+-- call's `now`. Returns them (1-based: { keep, lifetime, entry }) and the position after them.
 local function readHistories(pos, now)
   local histories = {}
   local hexNow
-  while ARGV[pos] and string.byte(ARGV[pos], 1) == 124 do
-    local keep, lifetime, rest = string.match(ARGV[pos], '^|(%d+)|(%d+)(|.*)$')
+  for h = 1, tonumber(ARGV[pos]) do
+    local keep, lifetime, rest = string.match(ARGV[pos + h], '^|(%d+)|(%d+)(|.*)$')
     hexNow = hexNow or string.format('%x', now)
-    histories[#histories + 1] = { keep = tonumber(keep), lifetime = tonumber(lifetime), entry = hexNow .. rest }
-    pos = pos + 1
+    histories[h] = { keep = tonumber(keep), lifetime = tonumber(lifetime), entry = hexNow .. rest }
   end
-  return histories, pos
+  return histories, pos + 1 + #histories
 end
 
--- the history a send's text names, if any: "<counters>|<history index>" (readHistories), or nil;
--- readItemText reads the counters before the '|' as they are
-local function historyOf(text, histories)
-  local bar = string.find(text, '|', 1, true)
-  if not bar then return nil end
-  return histories[tonumber(string.sub(text, bar + 1))]
-end
-
--- A claim's send read (readItemText) with what it asks of its counters read once per call: a
--- batch's sends mostly claim the same caps (and name the same history), so the text after each
--- one's tail repeats, and `cache` keeps it read: { n, fields (with the history's cursor field after
--- them when it names a history), caps, history }. Returns the tail, its digest and that reading.
-local function readClaimText(item, limits, histories, cache)
-  local at = string.find(item, ',', 1, true)
-  local rest = at and string.sub(item, at) or ''
-  local read = cache[rest]
-  if read then
-    local tail = tailOf(item, at)
-    return tail, string.sub(tail, 1, 4), read
+-- What a claim call's sends ask of their counters, from ARGV[pos] on, each distinct one once (a
+-- batch's sends mostly claim the same caps): ",<field>,<limit index>,...", then "|<history
+-- index>" when the send writes a decision history. Returns them (1-based: { n, fields (with the
+-- history's cursor field after them when it names a history), caps, history }).
+local function readShapes(pos, limits, histories)
+  local shapes = {}
+  for a = pos, #ARGV do
+    local text = ARGV[a]
+    local fields, caps, n = {}, {}, 0
+    for field, index in string.gmatch(text, ',([^,]+),(%d+)') do
+      n = n + 1
+      fields[n], caps[n] = field, limits[tonumber(index)]
+    end
+    local bar = string.find(text, '|', 1, true)
+    local history = bar and histories[tonumber(string.sub(text, bar + 1))]
+    if history then fields[n + 1] = HISTORY end
+    shapes[#shapes + 1] = { n = n, fields = fields, caps = caps, history = history }
   end
-  local fields, caps = {}, {}
-  local tail, digest, n = readItemText(item, limits, fields, caps)
-  local history = historyOf(rest, histories)
-  if history then fields[n + 1] = HISTORY end
-  read = { n = n, fields = fields, caps = caps, history = history }
-  cache[rest] = read
-  return tail, digest, read
+  return shapes
 end
 
 -- A script's answer as one text, its first `n` numbers joined by commas (src/redis/integerText.ts

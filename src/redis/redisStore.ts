@@ -1,11 +1,11 @@
 import calculateSlot from "cluster-key-slot";
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import type {
-  EarlyAnswer, AdmissionStore, ClaimOutcome, ClaimRequest, HistoryAppend, CounterOutcome, CounterReading, CounterSpec, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
+  EarlyAnswer, AdmissionStore, ClaimOutcome, ClaimRequest, HistoryAppend, CounterOutcome, CounterReading, InspectRequest, RecordRequest, ReleaseAnswer, ReleaseRequest,
   Settled, StoreState, SuppressionCheck, SuppressionOutcome, SuppressionWrite, ThroughputOutcome, ThroughputRefund, ThroughputRequest,
 } from "../core/store/admissionStore";
 import { entryTail, RECORD_TOKEN } from "../core/store/counterEntry";
-import type { ClaimHistory } from "../core/history/claimHistory";
+import { claimArgs, countersArgs, type Arg } from "./scriptArgs";
 import { FirstConnection } from "./firstConnection";
 import { HeardFrom } from "./heardFrom";
 import { guardConnect } from "./connectGuard";
@@ -21,7 +21,6 @@ import { asStoreFailure, isMidMigration } from "../core/store/storeFaults";
 import { IntegerText } from "./integerText";
 
 type RedisClient = Redis | Cluster;
-type Arg = string | number | Buffer;
 type ScriptCall = (numKeys: number, ...keysAndArgs: Arg[]) => Promise<unknown>;
 
 /** The scripts this store calls (defined by scripts.ts); what each answers is its batch's to read (ScriptBatch). */
@@ -103,112 +102,6 @@ function createClient(options: RedisStoreOptions): RedisClient {
   return new Redis(options.url ?? "redis://127.0.0.1:6379", connectionOptions(options.password));
 }
 
-/**
- * The limits (window, max, period, shadow) the counters of one script call
- * share, each sent once: a batch of a thousand claims on the same three caps
- * sends three limits, and each counter names its limit by index
- * (lib/counter_entries.lua readLimits).
- */
-const SCANNED_LIMITS = 16;
-
-class LimitTable {
-  /** window, max, period start, reset, shadow: five per limit, in index order */
-  private readonly values: number[] = [];
-  /** by "window|max|start|reset|shadow", once there are too many limits to scan (recipient limits can make one per claim) */
-  private byId: Map<string, number> | undefined;
-
-  index(spec: CounterSpec): number {
-    const start = spec.startMs ?? 0;
-    const reset = spec.resetAt ?? 0;
-    const shadow = spec.shadow === true ? 1 : 0;
-    const v = this.values;
-    if (this.byId === undefined) {
-      // a batch usually shares a handful of limits: comparing numbers beats building a string key per counter
-      for (let at = 0; at < v.length; at += 5) {
-        if (v[at] === spec.windowMs && v[at + 1] === spec.max && v[at + 2] === start && v[at + 3] === reset && v[at + 4] === shadow) return at / 5 + 1;
-      }
-      v.push(spec.windowMs, spec.max, start, reset, shadow);
-      if (v.length / 5 === SCANNED_LIMITS) {
-        this.byId = new Map();
-        for (let at = 0; at < v.length; at += 5) this.byId.set(v.slice(at, at + 5).join("|"), at / 5 + 1);
-      }
-      return v.length / 5;
-    }
-    const id = `${spec.windowMs}|${spec.max}|${start}|${reset}|${shadow}`;
-    let index = this.byId.get(id);
-    if (index === undefined) {
-      v.push(spec.windowMs, spec.max, start, reset, shadow);
-      this.byId.set(id, (index = v.length / 5));
-    }
-    return index;
-  }
-
-  /** the table's arguments, to go before the items' */
-  args(): Arg[] {
-    return [this.values.length / 5, ...this.values];
-  }
-}
-
-/**
- * Counters in one argument, `[<head>,]<field>,<limit index>,...`: the client
- * encodes each argument on its own, several strings each, so a send is one
- * argument (lib/counter_entries.lua readItem, with its entry's tail as head)
- * and so is a check's key (lua/inspect.lua). Fields are encoded key parts (no
- * comma). A batch's sends mostly claim the same caps, with the same specs
- * (capEngine counterSpec): a run of them shares its counters' text, made once.
- */
-class CountersText {
-  private last: readonly CounterSpec[] | undefined;
-  private lastText = "";
-
-  constructor(private readonly limits: LimitTable) {}
-
-  arg(counters: readonly CounterSpec[], head?: number): string {
-    const text = this.sameAsLast(counters) ? this.lastText : this.make(counters);
-    return head === undefined ? text.slice(1) : head + text;
-  }
-
-  private sameAsLast(counters: readonly CounterSpec[]): boolean {
-    const last = this.last;
-    if (last === undefined || last.length !== counters.length) return false;
-    for (let i = 0; i < counters.length; i++) if (last[i] !== counters[i]) return false;
-    return true;
-  }
-
-  /** `,<field>,<limit index>` per counter */
-  private make(counters: readonly CounterSpec[]): string {
-    let text = "";
-    for (let i = 0; i < counters.length; i++) {
-      const c = counters[i];
-      text += `,${c.field},${this.limits.index(c)}`;
-    }
-    this.last = counters;
-    this.lastText = text;
-    return text;
-  }
-}
-
-/**
- * The decision histories a claim call's allowed sends write, each sent once
- * (lua/lib/counter_entries.lua readHistories): a gate's sends on the same
- * caps share one, which the script reads once and each send names by index.
- */
-class HistoryTable {
-  /** a call's sends name one or two: a scan finds them */
-  private readonly histories: ClaimHistory[] = [];
-
-  /** the history's index in the call (1-based, as the script counts) */
-  index(history: ClaimHistory): number {
-    const at = this.histories.indexOf(history);
-    return at < 0 ? this.histories.push(history) : at + 1;
-  }
-
-  /** `|<keep>|<lifetime ms>|<entry after its time>` each, to go between the limits and the sends */
-  args(): string[] {
-    return this.histories.map((h) => `|${h.keep}|${h.lifetimeMs}${h.after}`);
-  }
-}
-
 /** The key an item's cluster slot is found by. */
 function slotKeyOf<I>(script: ScriptBatch<I, unknown, unknown>, item: I): string {
   return script.keyOf ? script.keyOf(item) : ((script.keysOf as (item: I) => string[])(item)[0]);
@@ -257,20 +150,7 @@ const FRESH = 2;
 const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome, string> = {
   call: "sendgateClaim",
   keyOf: (r) => r.key,
-  argsOf: (items) => {
-    const limits = new LimitTable();
-    const text = new CountersText(limits);
-    const histories = new HistoryTable();
-    const texts = new Array<string>(items.length);
-    for (let i = 0; i < items.length; i++) {
-      const r = items[i];
-      const history = r.history;
-      texts[i] = history === undefined ? text.arg(r.counters, entryTail(r.member, r.token)) : `${text.arg(r.counters, entryTail(r.member, r.token))}|${histories.index(history)}`;
-    }
-    // the sends in one argument (lua/caps/claim.lua readItemTexts): the client writes each argument with a length
-    // prefix of its own, strings it builds per argument
-    return [...limits.args(), ...histories.args(), texts.join(";")];
-  },
+  argsOf: claimArgs,
   read: (reply, items) => {
     const numbers = new IntegerText(reply);
     const nowMs = numbers.next();
@@ -297,18 +177,6 @@ const claimBatch: ScriptBatch<ClaimRequest, ClaimOutcome, string> = {
     });
   },
 };
-
-/**
- * A batch's counters as record.lua and inspect.lua read them: the limit table
- * the items share, then one argument per key (a check's 58 counters would be
- * 117 arguments), led by `headOf` when the script writes an entry.
- */
-function countersArgs<R extends { counters: readonly CounterSpec[] }>(items: readonly R[], headOf?: (r: R) => number): Arg[] {
-  const limits = new LimitTable();
-  const text = new CountersText(limits);
-  const args = items.map((r) => text.arg(r.counters, headOf?.(r)));
-  return [...limits.args(), ...args];
-}
 
 const recordBatch: ScriptBatch<RecordRequest, number[], string> = {
   call: "sendgateRecord",

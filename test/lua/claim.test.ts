@@ -24,12 +24,20 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
   const key = (r = "r") => `${prefix}:{o|${r}}:c`;
   /** an entry's tail as the scripts take it: digest × 65536 + token */
   const tail = (digest: number, token: number) => digest * 65536 + token;
-  /** the limits table (one limit per cap here), then the send */
-  /** one send's argument: its tail, then per counter its field and limit index, comma-separated (lib/counter_entries.lua readItem) */
+  /** one send's argument for record.lua: its tail, then per counter its field and limit index, comma-separated (lib/counter_entries.lua readItem) */
   const item = (t: number, counters: [field: string, limit: number][]) => [t, ...counters.flat()].join(",");
+  /** claim.lua's sends' tails: 6 bytes each, in one argument */
+  const tailBytes = (...tails: number[]) => {
+    const bytes = Buffer.alloc(6 * tails.length);
+    tails.forEach((t, i) => bytes.writeUIntBE(t, 6 * i, 6));
+    return bytes;
+  };
+  /** a shape (lib/counter_entries.lua readShapes): per counter its field and limit index */
+  const shape = (counters: [field: string, limit: number][]) => counters.map(([field, limit]) => `,${field},${limit}`).join("");
+  /** the limits table (one limit per cap here), no histories, then the send's tail and its one shape */
   const claimArgs = (digest: number, token: number, caps: Cap[]) => [
-    caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0, c[5] ?? 0]),
-    item(tail(digest, token), caps.map((c, i) => [c[0], i + 1])),
+    caps.length, ...caps.flatMap((c) => [c[1], c[2], c[3] ?? 0, c[4] ?? 0, c[5] ?? 0]), 0,
+    tailBytes(tail(digest, token)), "", shape(caps.map((c, i) => [c[0], i + 1])),
   ];
   /** claim.lua, record.lua and inspect.lua answer one text of integers joined by commas */
   const numbers = (reply: unknown): number[] => {
@@ -150,24 +158,34 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
   });
 
   it("judges the claims of one call in order, each seeing those before it", async () => {
-    // one limit shared by three sends
-    const reply = longForm(numbers(await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0,
-      item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]))), [1, 1, 1]);
+    // one limit shared by three sends of one shape
+    const reply = longForm(numbers(await redis.eval(claimSource, 3, key("x"), key("y"), key("x"), 1, 60_000, 1, 0, 0, 0, 0,
+      tailBytes(tail(1, 1), tail(2, 1), tail(3, 1)), "", shape([["one", 1]]))), [1, 1, 1]);
     // per claim: allowed, count, held, retry
     assert.deepEqual([reply[1], reply[5], reply[9]], [1, 1, 0]);
   });
 
-  it("takes a batch's sends joined by ';' in one argument, or split over several, alike", async () => {
-    const sends = [item(tail(1, 1), [["one", 1]]), item(tail(2, 1), [["one", 1]]), item(tail(3, 1), [["one", 1]]), item(tail(4, 1), [["one", 1]])];
-    const keys = (tag: string) => [key(`${tag}x`), key(`${tag}y`), key(`${tag}x`), key(`${tag}y`)];
-    const limit = [1, 60_000, 1, 0, 0, 0];
-    const joined = longForm(numbers(await redis.eval(claimSource, 4, ...keys("j"), ...limit, sends.join(";"))), [1, 1, 1, 1]);
-    const mixed = longForm(numbers(await redis.eval(claimSource, 4, ...keys("m"), ...limit, sends[0], sends.slice(1, 3).join(";"), sends[3])), [1, 1, 1, 1]);
-    // per claim: allowed, count, held, retry; each recipient's first is allowed, its second refused (a wait of ~60 s)
-    const claims = (reply: number[]) => [0, 1, 2, 3].map((c) => [reply[1 + 4 * c], reply[2 + 4 * c], reply[3 + 4 * c], Number(reply[4 + 4 * c]) > 59_000 ? "waits" : reply[4 + 4 * c]]);
-    assert.equal(joined.length, 1 + 4 * 4);
-    assert.deepEqual(claims(joined), [[1, 1, 0, -1], [1, 1, 0, -1], [0, 1, 0, "waits"], [0, 1, 0, "waits"]]);
-    assert.deepEqual(claims(mixed), claims(joined));
+  it("reads each send's shape by its index when a call's sends have several", async () => {
+    // two limits (1: 1 per min, 2: 2 per min); shape 0 counts "one" and "two" under limit 2, shape 1 counts "one" under limit 1
+    const limits = [2, 60_000, 1, 0, 0, 0, 60_000, 2, 0, 0, 0];
+    const shapeOf = Buffer.from([0, 0, 0, 1, 0, 0]);
+    const reply = numbers(await redis.eval(claimSource, 3, key("s"), key("s"), key("t"), ...limits, 0,
+      tailBytes(tail(1, 1), tail(2, 1), tail(3, 1)), shapeOf, shape([["one", 2], ["two", 2]]), shape([["one", 1]])));
+    // send 1 (shape 0, two counters): FRESH, 1, 1; send 2 (shape 1: "one" at 1 per min, already 1): refused,
+    // its one counter full; send 3 (shape 0, another recipient): FRESH, 1, 1
+    assert.deepEqual(reply.slice(1, 4), [2, 1, 1]);
+    assert.deepEqual(reply.slice(4, 6), [0, 1]);
+    assert.equal(reply[6], 0, "not held");
+    assert.ok(reply[7] > 59_000, `waits ${reply[7]}`);
+    assert.deepEqual(reply.slice(8), [2, 1, 1]);
+    assert.deepEqual(entries(await redis.hgetBuffer(key("s"), "one")).map((e) => e.digest), [1], "the refused send wrote nothing");
+  });
+
+  it("reads the tails at the end of their argument, whatever bytes come before them", async () => {
+    const limits = [1, 60_000, 1, 0, 0, 0];
+    const padded = Buffer.concat([Buffer.from("123456"), tailBytes(tail(7, 3))]);
+    numbers(await redis.eval(claimSource, 1, key("p"), ...limits, 0, padded, "", shape([["one", 1]])));
+    assert.deepEqual(entries(await redis.hgetBuffer(key("p"), "one")).map((e) => [e.digest, e.token]), [[7, 3]]);
   });
 
   it("answers the longest wait a cap can give in whole ms, no exponent or fraction in the text", async () => {
