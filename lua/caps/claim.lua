@@ -28,6 +28,9 @@
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local stamp = stampOf(now)
+local nowWrapped = now % WRAP
+-- library functions as locals: a global's lookup costs a call of these as much again
+local sub, find = string.sub, string.find
 local limits, pos = readLimits(now)
 local histories
 histories, pos = readHistories(pos, now)
@@ -57,8 +60,8 @@ end
 
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local tail = string.sub(tails, tailsAt + TAIL * k - 5, tailsAt + TAIL * k)
-  local digest = string.sub(tail, 1, 4)
+  local tail = sub(tails, tailsAt + TAIL * k - 5, tailsAt + TAIL * k)
+  local digest = sub(tail, 1, 4)
   local read = oneShape
   if not read then
     local high, low = string.byte(shapeOf, 2 * k - 1, 2 * k)
@@ -73,17 +76,26 @@ for k = 1, #KEYS do
   for i = 1, n do
     local v = values[i] or ''
     local cap = caps[i]
-    local keepAt = firstFrom(v, cap.keepFrom, now)
-    local countAt = cap.from > cap.keepFrom and firstFrom(v, cap.from, now) or keepAt
-    kept[i] = keepAt > 1 and string.sub(v, keepAt) or v
-    counted[i] = (#v - countAt + 1) / ENTRY
-    firsts[i] = countAt
-    heldAt[i] = findEntry(v, countAt, digest, STAMP)
-    held[i] = heldAt[i] and 1 or 0
-    values[i] = v
-    full[i] = held[i] == 0 and counted[i] >= cap.max
-    if full[i] and not cap.shadow then blocked = true end
-    if full[i] or held[i] ~= 0 then fresh = false end
+    local countAt, heldFrom = 1, nil
+    kept[i] = v
+    if v ~= '' then
+      -- a counter's oldest entry mostly still counts: one look at it
+      if now - (nowWrapped - unpackEntry('>I5', v, 1)) % WRAP < cap.keepFrom then
+        countAt = firstFrom(v, cap.keepFrom, now)
+        kept[i] = sub(v, countAt)
+      end
+      if cap.split then countAt = firstFrom(v, cap.from, now) end
+      heldFrom = find(v, digest, countAt + STAMP, true) and findEntry(v, countAt, digest, STAMP)
+    end
+    local count = (#v - countAt + 1) / ENTRY
+    local isFull = not heldFrom and count >= cap.max
+    counted[i], firsts[i], heldAt[i], held[i], full[i] = count, countAt, heldFrom, heldFrom and 1 or 0, isFull
+    if isFull then
+      fresh = false
+      if not cap.shadow then blocked = true end
+    elseif heldFrom then
+      fresh = false
+    end
   end
 
   o = o + 1
@@ -95,7 +107,6 @@ for k = 1, #KEYS do
     end
   else
     local entry = stamp .. tail
-    local token = string.sub(tail, 5, 6)
     local w = 0
     local needed = 0
     for i = 1, n do
@@ -110,7 +121,7 @@ for k = 1, #KEYS do
           count = count + 1
         else
           local owner = string.sub(values[i], heldAt[i] + STAMP + 4, heldAt[i] + ENTRY - 1)
-          if owner ~= token and owner ~= RECORDED then
+          if owner ~= sub(tail, 5, 6) and owner ~= RECORDED then
             held[i] = 2
             writes[w + 1] = fields[i] .. CO
             writes[w + 2] = coHold(redis.call('HGET', key, fields[i] .. CO), tail)

@@ -46,7 +46,7 @@ end
 -- the limits a call's counters share, from ARGV[1] on: c, then per limit: window ms, max,
 -- period start ms (calendar caps), reset ms (calendar caps; 0 for rolling), shadow (1: the
 -- cap is only watched, never refuses; 0: enforced). Returns them (1-based, with their bounds
--- at `now`) and the ARGV position after them.
+-- at `now`, and `split` when fewer entries count than are kept) and the ARGV position after them.
 local LIMIT_ARGS = 5
 local function readLimits(now)
   local c = tonumber(ARGV[1])
@@ -55,7 +55,7 @@ local function readLimits(now)
     local at = 2 + (j - 1) * LIMIT_ARGS
     local window, max, start, reset = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
     local from, keepFrom, until_ = bounds(now, window, start, reset)
-    limits[j] = { window = window, max = max, reset = reset, from = from, keepFrom = keepFrom, until_ = until_,
+    limits[j] = { window = window, max = max, reset = reset, from = from, keepFrom = keepFrom, until_ = until_, split = from > keepFrom,
       shadow = ARGV[at + 4] == '1' }
   end
   return limits, 2 + LIMIT_ARGS * c
