@@ -7,6 +7,7 @@ import { measureCampaigns } from "./burst/measureCampaigns";
 import { YOUNG_GEN_FLAGS, YOUNG_GEN_MB } from "./burst/youngGen";
 import { MEASURED } from "./burst/measureBurst";
 import { measureCore } from "./core/measureCore";
+import { measureClaimInstructions } from "./core/claimInstructions";
 import { measureDefer, splitDeferNames } from "./defer/measureDefer";
 import { cpuTicks, describeMachine, stolenShare } from "./machine";
 import { measureAll } from "./measureAll";
@@ -21,7 +22,7 @@ import { comparisonLines, deferLoadLine, loadLine, machineLine, verdictLines } f
 import { adPathTable } from "./report/adPathTable";
 import { burstName, burstTable, historyCostLines, type BurstReport } from "./report/burstTable";
 import { campaignTable } from "./report/campaignTable";
-import { coreTables } from "./report/coreTable";
+import { claimInstructionLines, coreTables } from "./report/coreTable";
 import { deferTable } from "./report/deferTable";
 import { markdownTable } from "./report/table";
 import { pacingTable, skipTable } from "./report/throughputTable";
@@ -71,11 +72,12 @@ async function main(): Promise<void> {
   const campaigns = !settings.only || settings.only.includes("campaign");
   const adPath = !settings.only || settings.only.includes("adpath");
   const core = !settings.only || settings.only.includes("core");
+  const claimCost = !settings.only || settings.only.includes("claimcost");
   const throughput = !settings.only || settings.only.includes("throughput");
   const totals = !settings.only || settings.only.includes("totals");
   const stateFile = !settings.only || settings.only.includes("statefile");
   const scale = !settings.only || settings.only.includes("scale");
-  const rest = notDefer?.filter((name) => name !== "burst" && name !== "campaign" && name !== "adpath" && name !== "core" && name !== "throughput" && name !== "totals" && name !== "statefile" && name !== "scale");
+  const rest = notDefer?.filter((name) => name !== "burst" && name !== "campaign" && name !== "adpath" && name !== "core" && name !== "claimcost" && name !== "throughput" && name !== "totals" && name !== "statefile" && name !== "scale");
   // BENCH_SCENARIOS=defer alone runs no main scenario (and prints no main table)
   const list = rest !== undefined && rest.length === 0 ? [] : scenarios(rest);
   const endpoint = endpointOf(settings.redisUrl);
@@ -111,6 +113,7 @@ async function main(): Promise<void> {
       : [];
     const adRows = adPath ? await measureAdPath({ red: host.red, completions, redis, endpoint, settings, prefix, progress }) : [];
     const coreRows = core ? await measureCore(settings, progress) : undefined;
+    const claimCostRows = claimCost ? await measureClaimInstructions(progress) : undefined;
     const throughputRows = throughput ? await measureThroughput({ red: host.red, redisUrl: settings.redisUrl, prefix, progress }) : undefined;
     const totalsRows = totals ? await measureTotals(settings.totalSends, progress) : undefined;
     const stateFileRows = stateFile ? await measureStateFile(progress) : [];
@@ -169,6 +172,10 @@ async function main(): Promise<void> {
       console.log("");
       console.log(coreTables(coreRows));
       if (coreRows.equal.core.overCap + coreRows.tiered.core.overCap > 0) process.exitCode = 1;
+    }
+    if (claimCostRows) {
+      console.log("");
+      for (const line of claimInstructionLines(claimCostRows)) console.log(line);
     }
     if (throughputRows) {
       console.log("");
