@@ -126,7 +126,6 @@ export function countersArgs<R extends { counters: readonly CounterSpec[] }>(ite
   return [...limits.args(), ...args];
 }
 
-
 /**
  * What a claim call's sends ask of their counters, each distinct shape sent
  * once (lua/lib/counter_entries.lua readShapes): the counters' text, then
@@ -167,8 +166,8 @@ const TAIL_BYTES = 6;
  * A claim call's arguments (lua/caps/claim.lua): the limits, the histories,
  * every send's entry tail as bytes in one argument, which shape each send has
  * (2 bytes each, empty when all have the first), then the shapes. The script
- * reads a send with two substrings and no parsing: a batch's text, split,
- * parsed and packed per send, was a sixth of the script's time.
+ * reads a send with two substrings and parses nothing per send: each call of
+ * a string function costs Redis's Lua about a thousand instructions.
  */
 export function claimArgs(items: readonly ClaimRequest[]): Arg[] {
   const limits = new LimitTable();
