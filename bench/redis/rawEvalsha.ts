@@ -24,9 +24,10 @@ export interface RawRun {
  * limits table: per cap window ms, max, and 0, 0 for these rolling caps, 0 for
  * enforced; no histories; the send's entry tail; one shape, so no shape bytes;
  * the shape, per cap its field and limit), with a random recipient and member:
- * the tail is the last 6 bytes of the argument, here a random 12-digit number
- * (the script reads the tails at the argument's end), as good as a digest of a
- * messageId and an attempt token.
+ * the tail is the last 6 bytes of the argument, here the last 6 digits of a
+ * random 12-digit number (the script reads the tails at the argument's end):
+ * a digest that differs between most claims of one recipient, as a messageId's
+ * does, so a claim takes a new slot rather than finding one held.
  */
 export function rawClaimArgs(sha: string, keyPrefix: string, rules: readonly InlineRule[]): string[] {
   const limits = rules.flatMap((rule) => [String(rule.window_seconds * 1000), String(rule.max_count), "0", "0", "0"]);

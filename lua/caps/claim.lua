@@ -37,6 +37,7 @@ histories, pos = readHistories(pos, now)
 local tails, shapeOf = ARGV[pos], ARGV[pos + 1]
 -- an argument may carry bytes before the tails (redis-benchmark's 12-digit random, as the bench sends it)
 local tailsAt = #tails - TAIL * #KEYS
+if tailsAt < 0 then return redis.error_reply('ERR claim.lua: ' .. #KEYS .. ' sends but ' .. #tails .. ' bytes of tails') end
 local shapes = readShapes(pos + 2, limits, histories)
 local oneShape = #shapeOf == 0 and shapes[1]
 

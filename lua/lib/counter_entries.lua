@@ -68,7 +68,7 @@ end
 
 -- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>...", its entry's
 -- tail as a number (member digest × 65536 + token), then per counter its field and limit index
--- (fields are encoded key parts: never a comma, nor a semicolon). Fills fields[1..n] and
+-- (fields are encoded key parts: never a comma). Fills fields[1..n] and
 -- caps[1..n]. Returns the tail (6 bytes), the digest (its first 4) and n.
 local function readItemText(item, limits, fields, caps)
   local at = string.find(item, ',', 1, true)

@@ -59,11 +59,12 @@ function sameCounters(last: readonly CounterSpec[] | undefined, counters: readon
 
 /**
  * Counters in one argument, `[<head>,]<field>,<limit index>,...`: the client
- * encodes each argument on its own, several strings each, so a send is one
- * argument (lib/counter_entries.lua readItem, with its entry's tail as head)
- * and so is a check's key (lua/inspect.lua). Fields are encoded key parts (no
- * comma). A batch's sends mostly claim the same caps, with the same specs
- * (capEngine counterSpec): a run of them shares its counters' text, made once.
+ * encodes each argument on its own, several strings each, so a record is one
+ * argument (lib/counter_entries.lua readItem, with its entry's tail as head),
+ * and so are a check's key (lua/inspect.lua) and a claim's shape (text(), no
+ * head). Fields are encoded key parts (no comma). A batch's sends mostly claim
+ * the same caps, with the same specs (capEngine counterSpec): a run of them
+ * shares its counters' text, made once.
  */
 class CountersText {
   private last: readonly CounterSpec[] | undefined;

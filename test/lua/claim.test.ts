@@ -181,6 +181,13 @@ describe("lua/caps/claim.lua and its siblings in Redis", () => {
     assert.deepEqual(entries(await redis.hgetBuffer(key("s"), "one")).map((e) => e.digest), [1], "the refused send wrote nothing");
   });
 
+  it("refuses a call whose tails are fewer than its sends, naming both", async () => {
+    const limits = [1, 60_000, 1, 0, 0, 0];
+    await assert.rejects(redis.eval(claimSource, 2, key("a"), key("b"), ...limits, 0, tailBytes(tail(1, 1)), "", shape([["one", 1]])),
+      /2 sends but 6 bytes of tails/);
+    assert.equal(await redis.exists(key("a"), key("b")), 0, "nothing written");
+  });
+
   it("reads the tails at the end of their argument, whatever bytes come before them", async () => {
     const limits = [1, 60_000, 1, 0, 0, 0];
     const padded = Buffer.concat([Buffer.from("123456"), tailBytes(tail(7, 3))]);
