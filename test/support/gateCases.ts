@@ -82,7 +82,8 @@ export const GATE_CASES: readonly GateCase[] = [
     verdicts(outcome) {
       for (const [id, by] of outcome.leftBy) {
         const odd = Number(id.slice(1)) % 2 === 1;
-        assert.equal(by, odd ? "skipped" : "allowed", `${id} left by ${by}`);
+        // the reason tells a fail-open (a store call cut by the deploy) from an opt-out that was not seen
+        assert.equal(by, odd ? "skipped" : "allowed", `${id} left by ${by}, reason ${reasonOfMsg(outcome.msgs.get(id))}`);
       }
     },
   },
