@@ -66,20 +66,24 @@ local function tailOf(item, at)
   return struct.pack('>I6', tonumber(at and string.sub(item, 1, at - 1) or item))
 end
 
+-- reads ",<field>,<limit index>,..." (fields are encoded key parts: never a comma) into
+-- fields[1..n] and caps[1..n]; returns n
+local function readCounters(text, limits, fields, caps)
+  local n = 0
+  for field, index in string.gmatch(text, ',([^,]+),(%d+)') do
+    n = n + 1
+    fields[n], caps[n] = field, limits[tonumber(index)]
+  end
+  return n
+end
+
 -- reads one send's text: "<tail>,<field>,<limit index>,<field>,<limit index>...", its entry's
--- tail as a number (member digest × 65536 + token), then per counter its field and limit index
--- (fields are encoded key parts: never a comma). Fills fields[1..n] and
--- caps[1..n]. Returns the tail (6 bytes), the digest (its first 4) and n.
+-- tail as a number (member digest × 65536 + token), then its counters (readCounters). Returns
+-- the tail (6 bytes), the digest (its first 4) and n.
 local function readItemText(item, limits, fields, caps)
   local at = string.find(item, ',', 1, true)
   local tail = tailOf(item, at)
-  local n = 0
-  if at then
-    for field, index in string.gmatch(string.sub(item, at), ',([^,]+),(%d+)') do
-      n = n + 1
-      fields[n], caps[n] = field, limits[tonumber(index)]
-    end
-  end
+  local n = at and readCounters(string.sub(item, at), limits, fields, caps) or 0
   return tail, string.sub(tail, 1, 4), n
 end
 
@@ -167,18 +171,15 @@ local function readHistories(pos, now)
 end
 
 -- What a claim call's sends ask of their counters, from ARGV[pos] on, each distinct one once (a
--- batch's sends mostly claim the same caps): ",<field>,<limit index>,...", then "|<history
+-- batch's sends mostly claim the same caps): their counters (readCounters), then "|<history
 -- index>" when the send writes a decision history. Returns them (1-based: { n, fields (with the
 -- history's cursor field after them when it names a history), caps, history }).
 local function readShapes(pos, limits, histories)
   local shapes = {}
   for a = pos, #ARGV do
     local text = ARGV[a]
-    local fields, caps, n = {}, {}, 0
-    for field, index in string.gmatch(text, ',([^,]+),(%d+)') do
-      n = n + 1
-      fields[n], caps[n] = field, limits[tonumber(index)]
-    end
+    local fields, caps = {}, {}
+    local n = readCounters(text, limits, fields, caps)
     local bar = string.find(text, '|', 1, true)
     local history = bar and histories[tonumber(string.sub(text, bar + 1))]
     if history then fields[n + 1] = HISTORY end
