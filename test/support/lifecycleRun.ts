@@ -13,6 +13,7 @@ export type LifecycleStoreKind = "memory" | "redis" | "redis-cluster";
 
 const NODES = [...gateNodes, quietHoursGate, throughputGate];
 const OUTPUTS = ["allowed", "skipped", "deferred", "caught"] as const;
+const STORE_TIMEOUT_MS = 2_000;
 
 /**
  * The store a lifecycle suite runs on: the embedded one, or a Redis / a
@@ -52,10 +53,15 @@ export class LifecycleStore {
     await this.cluster?.revive();
   }
 
-  /** cap-config fields that put it on this store, with every other setting at its default */
+  /**
+   * cap-config fields that put it on this store, with every other setting at
+   * its default but the call timeout: the default 50 ms is a latency budget a
+   * loaded 2-core box can miss, and a call it cuts fails open, which would
+   * pass for a verdict the lifecycle lost. A store that is down still fails at once.
+   */
   config(): Record<string, unknown> {
-    if (this.redis) return { store: "redis", redisUrl: this.redis.url };
-    if (this.cluster) return { store: "redis-cluster", redisNodes: this.cluster.seeds };
+    if (this.redis) return { store: "redis", redisUrl: this.redis.url, timeoutMs: STORE_TIMEOUT_MS };
+    if (this.cluster) return { store: "redis-cluster", redisNodes: this.cluster.seeds, timeoutMs: STORE_TIMEOUT_MS };
     return { store: "memory" };
   }
 }
