@@ -1,3 +1,5 @@
+import { keepShape } from "./keptShapes";
+
 /**
  * Keeps the order a flow author sees: msgs of one key (one recipient) leave a
  * gate in the order they came in, even when a later one is answered first
@@ -111,3 +113,5 @@ export class Place {
     this.behind?.unblock();
   }
 }
+
+keepShape(new Place(new Map()));

@@ -1,6 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from "node-red";
 import { allowedAdmission, capAdmission, carried, failReason, isoAt, type Admission, type CapGateContext } from "../core/admission";
-import type { CapDecision, DecisionTo } from "../core/caps/decisions";
+import type { CapDecision } from "../core/caps/decisions";
 import { parseCandidates } from "../core/caps/candidates";
 import { checkAnswer } from "../core/caps/checkAnswer";
 import { HeldOrder } from "../core/hold/heldOrder";
@@ -19,6 +19,7 @@ import { holdOrExpire } from "./gate/holding";
 import { collapseKeyOf } from "../core/hold/heldIds";
 import { refundClaims } from "./gate/refunds";
 import { SendReader, type FieldProps, type RawGateInput } from "./gate/sendReader";
+import { ClaimVerdict } from "./gate/claimVerdict";
 
 const GATE = "frequency-cap-gate";
 const MODES = ["claim", "check", "record", "release"] as const;
@@ -74,32 +75,6 @@ export default function register(RED: NodeAPI): void {
       return sendData;
     }
 
-    /**
-     * One msg's claim, told its decision by the engine (CapEngine.claimTo):
-     * the verdict is written and the msg's turn ends, a refusal's work first.
-     * One object per msg and no promise: a burst keeps thousands of them
-     * until the store answers.
-     */
-    class ClaimVerdict implements DecisionTo {
-      constructor(private readonly msg: AdmittedMsg, private readonly turn: Turn, private readonly service: CapService, private readonly sendData: Send) {}
-
-      decided(decision: CapDecision): void {
-        let refusing: Promise<void> | undefined;
-        try {
-          refusing = decided(this.msg, this.turn, this.service, this.sendData, decision);
-        } catch (err) {
-          this.turn.end(err as Error);
-          return;
-        }
-        if (refusing) refusing.then(() => this.turn.end(), (err: Error) => this.turn.end(err));
-        else this.turn.end();
-      }
-
-      failed(err: unknown): void {
-        this.turn.end(err as Error);
-      }
-    }
-
     /** Ends the msg's turn itself (ClaimVerdict) when its send is read at once; else (a context store, JSONata) the promise of its claim. */
     function claim(msg: AdmittedMsg, turn: Turn, service: CapService): Promise<void> | undefined {
       let read: Send | Promise<Send>;
@@ -112,7 +87,7 @@ export default function register(RED: NodeAPI): void {
       if (read instanceof Promise) return read.then((sendData) => claimFor(msg, turn, service, sendData));
       const stamp = turn.historyStamp();
       if (stamp !== undefined) read.historyStamp = stamp;
-      service.engine.claimTo(read, new ClaimVerdict(msg, turn, service, read));
+      service.engine.claimTo(read, new ClaimVerdict(decided, msg, turn, service, read));
       return undefined;
     }
 

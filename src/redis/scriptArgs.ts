@@ -1,6 +1,7 @@
 import type { ClaimRequest, CounterSpec } from "../core/store/admissionStore";
 import type { ClaimHistory } from "../core/history/claimHistory";
 import { entryTail } from "../core/store/counterEntry";
+import { keepShape } from "../core/keptShapes";
 
 /** A script argument as ioredis sends it. */
 export type Arg = string | number | Buffer;
@@ -13,7 +14,7 @@ export type Arg = string | number | Buffer;
  */
 const SCANNED_LIMITS = 16;
 
-class LimitTable {
+export class LimitTable {
   /** window, max, period start, reset, shadow: five per limit, in index order */
   private readonly values: number[] = [];
   /** by "window|max|start|reset|shadow", once there are too many limits to scan (recipient limits can make one per claim) */
@@ -66,7 +67,7 @@ function sameCounters(last: readonly CounterSpec[] | undefined, counters: readon
  * the same caps, with the same specs (capEngine counterSpec): a run of them
  * shares its counters' text, made once.
  */
-class CountersText {
+export class CountersText {
   private last: readonly CounterSpec[] | undefined;
   private lastText = "";
 
@@ -99,7 +100,7 @@ class CountersText {
  * (lua/lib/counter_entries.lua readHistories): a gate's sends on the same
  * caps share one, which the script reads once and each send names by index.
  */
-class HistoryTable {
+export class HistoryTable {
   /** a call's sends name one or two: a scan finds them */
   private readonly histories: ClaimHistory[] = [];
 
@@ -134,7 +135,7 @@ export function countersArgs<R extends { counters: readonly CounterSpec[] }>(ite
  * mostly have one shape, and a run of sends with the same counters and history
  * is looked up once.
  */
-class ShapeTable {
+export class ShapeTable {
   readonly texts: string[] = [];
   private readonly byText = new Map<string, number>();
   private lastCounters: readonly CounterSpec[] | undefined;
@@ -160,6 +161,17 @@ class ShapeTable {
   }
 }
 
+/** The tables a claim call's arguments are made of: the shapes' counters' text names the limits. */
+export function claimTables(): { limits: LimitTable; histories: HistoryTable; counters: CountersText; shapes: ShapeTable } {
+  const limits = new LimitTable();
+  const histories = new HistoryTable();
+  const counters = new CountersText(limits);
+  return { limits, histories, counters, shapes: new ShapeTable(counters, histories) };
+}
+
+// one of each kept for the life of the process (keptShapes.ts)
+for (const table of Object.values(claimTables())) keepShape(table);
+
 /** an entry's tail in a claim's arguments: member digest (4 bytes), attempt token (2) */
 const TAIL_BYTES = 6;
 
@@ -171,9 +183,7 @@ const TAIL_BYTES = 6;
  * a string function costs Redis's Lua about a thousand instructions.
  */
 export function claimArgs(items: readonly ClaimRequest[]): Arg[] {
-  const limits = new LimitTable();
-  const histories = new HistoryTable();
-  const shapes = new ShapeTable(new CountersText(limits), histories);
+  const { limits, histories, shapes } = claimTables();
   const tails = Buffer.allocUnsafe(TAIL_BYTES * items.length);
   let shapeOf: Buffer | undefined;
   for (let i = 0; i < items.length; i++) {

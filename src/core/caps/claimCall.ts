@@ -1,4 +1,5 @@
 import { blockedDecision } from "./capKinds";
+import { keepShape } from "../keptShapes";
 import type { ApplicableCap, CapDecision, ClaimAttempt, DecisionTo } from "./decisions";
 import type { StoreUnavailableError } from "../errors";
 import type { Send } from "../send";
@@ -78,3 +79,6 @@ export class ClaimCall implements ClaimRequest, ClaimAttempt, Answer<ClaimOutcom
       : { kind: "fail_open", error: failure });
   }
 }
+
+// never sent: nothing of it is used but its shape (a token is a small integer, as claimToken's are)
+keepShape(new ClaimCall({ failed: (_org: string, _channel: string, err: StoreUnavailableError) => err }, {} as Send, [], { decided: () => undefined, failed: () => undefined }, "", "", 1, []));

@@ -1,5 +1,6 @@
 import type { NodeMessage } from "node-red";
-import type { Place } from "../../core/outputOrder";
+import { Place } from "../../core/outputOrder";
+import { keepShape } from "../../core/keptShapes";
 import type { GateCounts } from "../../core/metrics/gateCounts";
 import type { GateStatus } from "./status";
 import type { Whose } from "./parking";
@@ -123,3 +124,6 @@ export class MsgTurn implements Turn {
     }
   }
 }
+
+// never sent: nothing of it is used but its shape
+keepShape(new MsgTurn({ leave: () => undefined } as unknown as TurnShared, new Place(new Map()), {}, () => undefined));
