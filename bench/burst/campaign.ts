@@ -1,7 +1,8 @@
 import type { Node } from "node-red";
 import { collectGarbage } from "../../test/support/gc";
 import type { Completions } from "../load/completions";
-import { noVerdicts, tally, type Verdicts } from "../load/verdicts";
+import { PlaceTally } from "../load/placeTally";
+import type { Verdicts } from "../load/verdicts";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import { CHANNEL, type InlineRule } from "../scenarios";
@@ -88,29 +89,15 @@ export async function runCampaign(red: EmbeddedRed, completions: Completions, op
 }
 
 /** Hands every msg to the gate in one tick (`handedOver` runs right after, in the same tick) and resolves with the verdicts once each completed once. */
-function drain(gate: Node, completions: Completions, msgs: CampaignMsg[], handedOver?: () => void): Promise<Verdicts> {
-  const verdicts = noVerdicts();
-  const seen = new Uint8Array(msgs.length);
-  let left = msgs.length;
-  return new Promise((resolve) => {
-    const stop = completions.watchNode(gate.id, (event) => {
-      const seq = (event.msg as unknown as CampaignMsg).seq;
-      if (seq === undefined || seen[seq] === 1) {
-        verdicts.errors++;
-        verdicts.firstError ??= seq === undefined ? "a msg not of the campaign completed" : `msg ${seq} completed twice`;
-        return;
-      }
-      seen[seq] = 1;
-      tally(verdicts, event);
-      if (--left === 0) {
-        stop();
-        resolve(verdicts);
-      }
-    });
-    for (let i = 0; i < msgs.length; i++) gate.receive(msgs[i]);
-    handedOver?.();
-    msgs.length = 0;
-  });
+async function drain(gate: Node, completions: Completions, msgs: CampaignMsg[], handedOver?: () => void): Promise<Verdicts> {
+  const run = new PlaceTally(msgs.length, "campaign");
+  const stop = completions.watchNode(gate.id, run);
+  for (let i = 0; i < msgs.length; i++) gate.receive(msgs[i]);
+  handedOver?.();
+  msgs.length = 0;
+  await run.finished;
+  stop();
+  return run.verdicts;
 }
 
 /** What a campaign row must show: each recipient's first msg allowed, its second skipped, nothing else. */

@@ -1,15 +1,14 @@
 import type { Node } from "node-red";
 import type { Completions } from "../load/completions";
 import { MsgSource, type BenchMsg } from "../load/msgSource";
-import { noVerdicts, sumVerdicts, tally, type Verdicts } from "../load/verdicts";
+import { PlaceTally, type PlacedMsg } from "../load/placeTally";
+import { sumVerdicts, type Verdicts } from "../load/verdicts";
 import { collectGarbage } from "../../test/support/gc";
 import { deployGate } from "../nodeRed/deploy";
 import type { EmbeddedRed } from "../nodeRed/embeddedRed";
 import { gateFlow, type GateFlow } from "../nodeRed/gateFlow";
 import { CHANNEL, capsOf, type StoreKind } from "../scenarios";
 import { medianBy } from "../stats";
-
-type SeqMsg = BenchMsg & { burstSeq?: number };
 
 /** One burst row: msgs handed to the gate in one tick, drained with no bound on msgs in flight. */
 export interface BurstRow {
@@ -173,33 +172,16 @@ async function measuredBurst(gate: Node, completions: Completions, options: Burs
 /**
  * Hands `msgs` to the gate in one tick and empties the array (a split node
  * keeps none of the msgs it sent: kept here, each would keep its admission
- * alive to the end of the row); resolves when each has completed. Each msg
- * carries its place in the burst, so the tally is an array, not a Map of
- * 100,000 ids: a msg completed twice is counted an error.
+ * alive to the end of the row); resolves when each has completed once (PlaceTally).
  */
 async function drainBurst(gate: Node, completions: Completions, msgs: BenchMsg[]): Promise<{ verdicts: Verdicts; drainMs: number }> {
-  const verdicts = noVerdicts();
-  const seen = new Uint8Array(msgs.length);
-  msgs.forEach((msg, i) => { (msg as SeqMsg).burstSeq = i; });
-  let left = msgs.length;
-  let stopWatching = (): void => {};
+  const run = new PlaceTally(msgs.length, "burst");
+  msgs.forEach((msg, i) => { (msg as PlacedMsg).seq = i; });
+  const stopWatching = completions.watchNode(gate.id, run);
   const began = performance.now();
-  const drained = new Promise<number>((resolve) => {
-    stopWatching = completions.watchNode(gate.id, (event) => {
-      const seq = (event.msg as SeqMsg).burstSeq;
-      if (seq === undefined || seen[seq] === 1) {
-        verdicts.errors++;
-        verdicts.firstError ??= seq === undefined ? "a msg not of the burst completed" : `msg ${seq} of the burst completed twice`;
-        return;
-      }
-      seen[seq] = 1;
-      tally(verdicts, event);
-      if (--left === 0) resolve(performance.now());
-    });
-  });
   for (const msg of msgs) gate.receive(msg);
   msgs.length = 0;
-  const ended = await drained;
+  const ended = await run.finished;
   stopWatching();
-  return { verdicts, drainMs: ended - began };
+  return { verdicts: run.verdicts, drainMs: ended - began };
 }

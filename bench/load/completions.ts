@@ -2,6 +2,11 @@ import type { CompleteEvent, EmbeddedRed } from "../nodeRed/embeddedRed";
 
 type Waiter = (event: CompleteEvent) => void;
 
+/** Hears every msg a node completes (an object, so one run's watcher is no closure Node-RED's completion path inlines). */
+export interface NodeWatcher {
+  heard(event: CompleteEvent): void;
+}
+
 const HOOK = "onComplete.sgbench";
 
 /**
@@ -11,7 +16,7 @@ const HOOK = "onComplete.sgbench";
  */
 export class Completions {
   private readonly waiting = new Map<string, Waiter>();
-  private readonly byNode = new Map<string, Waiter>();
+  private readonly byNode = new Map<string, NodeWatcher>();
 
   private constructor(private readonly red: EmbeddedRed) {}
 
@@ -30,8 +35,8 @@ export class Completions {
    * A burst of 100,000 waits on one node: a waiter per msg id would cost the
    * row a Map entry and a closure per msg (about a tenth of its CPU).
    */
-  watchNode(nodeId: string, waiter: Waiter): () => void {
-    this.byNode.set(nodeId, waiter);
+  watchNode(nodeId: string, watcher: NodeWatcher): () => void {
+    this.byNode.set(nodeId, watcher);
     return () => this.byNode.delete(nodeId);
   }
 
@@ -52,7 +57,7 @@ export class Completions {
   private heard(event: CompleteEvent): void {
     const ofNode = this.byNode.size === 0 ? undefined : this.byNode.get(event.node.id);
     if (ofNode) {
-      ofNode(event);
+      ofNode.heard(event);
       return;
     }
     const id = event.msg._msgid;
