@@ -1,7 +1,6 @@
 import type { CompleteEvent } from "../nodeRed/embeddedRed";
 import type { NodeWatcher } from "./completions";
 import { noVerdicts, tally, type Verdicts } from "./verdicts";
-import { keepShape } from "../../src/core/keptShapes";
 
 /** A msg of a run that carries its place in it (0 … count − 1). */
 export interface PlacedMsg {
@@ -15,7 +14,8 @@ export interface PlacedMsg {
  * V8 inlines the watcher into Node-RED's completion path, and a closure that
  * dies with its run (at the next full collection) would deoptimize that whole
  * path, the gate's own code included, and every run would pay for compiling it
- * again. For the same reason one stand-in keeps the class's shape (keptShapes.ts).
+ * again. For the same reason a stand-in keeps the class's shape (as
+ * src/core/keptShapes.ts does for the gate's classes).
  */
 export class PlaceTally implements NodeWatcher {
   readonly verdicts: Verdicts = noVerdicts();
@@ -46,4 +46,5 @@ export class PlaceTally implements NodeWatcher {
   }
 }
 
-keepShape(new PlaceTally(0, "run"));
+/** kept for the life of the process: its shape outlives the runs */
+export const placeTallyStandIn = new PlaceTally(0, "run");
