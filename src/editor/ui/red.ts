@@ -23,6 +23,10 @@ export interface AceEditor {
   destroy(): void;
   /** Monaco's (Node-RED's default code editor) only */
   updateOptions?(options: { inlineSuggest?: { enabled: boolean } }): void;
+  /** Monaco's only: the text model the editor shows */
+  getModel?(): { isDisposed(): boolean; dispose(): void } | null;
+  /** Monaco's only */
+  setModel?(model: null): void;
 }
 
 export interface EditorTabs {

@@ -68,6 +68,13 @@ export class RulesJson {
   destroy(): void {
     if (this.closedWith !== undefined) return;
     this.closedWith = this.editor.getValue();
+    // Node-RED's destroy disposes Monaco's model while the editor still shows it, and a feature's
+    // timer set before (a hover, a highlight, a check of the text) then reads the disposed model
+    // ("Model is disposed!"). Taken off the editor first, the model is let go by every feature
+    // while it still lives; Node-RED's destroy then finds none, so it is disposed here.
+    const model = this.editor.getModel?.();
+    this.editor.setModel?.(null);
     this.editor.destroy();
+    if (model && !model.isDisposed()) model.dispose();
   }
 }
