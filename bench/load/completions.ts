@@ -2,7 +2,7 @@ import type { CompleteEvent, EmbeddedRed } from "../nodeRed/embeddedRed";
 
 type Waiter = (event: CompleteEvent) => void;
 
-/** Hears every msg a node completes (an object, so one run's watcher is no closure Node-RED's completion path inlines). */
+/** Hears every msg a node completes. */
 export interface NodeWatcher {
   heard(event: CompleteEvent): void;
 }

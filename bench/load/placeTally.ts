@@ -10,12 +10,10 @@ export interface PlacedMsg {
 /**
  * Tallies the completions of a run whose msgs carry their place in it: an
  * array, not a Map of 100,000 ids; a msg completed twice, or one not of the
- * run, is an error. It is an object with a method, not a closure made per run:
- * V8 inlines the watcher into Node-RED's completion path, and a closure that
- * dies with its run (at the next full collection) would deoptimize that whole
- * path, the gate's own code included, and every run would pay for compiling it
- * again. For the same reason a stand-in keeps the class's shape (as
- * src/core/keptShapes.ts does for the gate's classes).
+ * run, is an error. A run's tally dies with its run, so the class keeps a
+ * stand-in, as the gate's per-msg classes do (src/core/keptShapes.ts): without
+ * it, a full collection between runs takes the tally's map, and with it the code of
+ * Node-RED's completion path compiled against it.
  */
 export class PlaceTally implements NodeWatcher {
   readonly verdicts: Verdicts = noVerdicts();

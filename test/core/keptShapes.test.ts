@@ -12,6 +12,7 @@ import { ClaimVerdict } from "../../src/nodes/gate/claimVerdict";
 import type { AdmittedMsg } from "../../src/nodes/gate/refusal";
 import type { CapService } from "../../src/core/capService";
 import { claimTables } from "../../src/redis/scriptArgs";
+import type { ClaimHistory } from "../../src/core/history/claimHistory";
 import { collectGarbage } from "../support/gc";
 
 // V8's own test of hidden classes; natives syntax is read when a function is compiled, so it is turned on first
@@ -68,7 +69,8 @@ const REAL: readonly { name: string; make(): object[] }[] = [
       const hourly = { field: "c1", windowMs: 3_600_000, max: 5 };
       const daily = { field: "c2", windowMs: 86_400_000, max: 20, startMs: 1_700_000_000_000, resetAt: 1_700_086_400_000 };
       shapes.index([hourly, daily], undefined);
-      shapes.index([hourly], { keep: 10, lifetimeMs: 86_400_000, after: "|allowed" } as never);
+      const history: ClaimHistory = { keep: 10, lifetimeMs: 86_400_000, after: "|frequency-cap-gate|0||c1|" };
+      shapes.index([hourly], history);
       limits.args();
       histories.args();
       return [limits, histories, shapes, counters];
